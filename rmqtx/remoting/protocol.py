@@ -1,0 +1,252 @@
+"""The remoting connection as a Twisted protocol, shared by servers and clients.
+
+Frames are length-prefixed (``Int32StringReceiver``). Requests go to a :class:`Dispatcher`;
+responses complete the Deferred waiting on their opaque. Either side may send requests.
+"""
+
+from __future__ import annotations
+
+from typing import Awaitable, Callable, Union
+
+from twisted.internet import defer, error, protocol
+from twisted.logger import Logger
+from twisted.protocols.basic import Int32StringReceiver
+from twisted.protocols.policies import TimeoutMixin
+from twisted.python.failure import Failure
+
+from rmqtx.remoting.codes import ResponseCode, request_name
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.header import HeaderError
+from rmqtx.remoting.serializer import MAX_FRAME_BYTES, FrameError, decode_frame_payload, encode_frame_parts
+
+log = Logger(namespace="rmqtx.remoting")
+
+HandlerResult = Union[RemotingCommand, None, "defer.Deferred[RemotingCommand | None]", Awaitable]
+Handler = Callable[[RemotingCommand, "RemotingProtocol"], HandlerResult]
+
+
+class RemotingError(Exception):
+    """A remote call failed: timeout, closed connection, or an error answer."""
+
+
+class RemotingTimeoutError(RemotingError):
+    """No answer within the timeout."""
+
+
+class ConnectionClosedError(RemotingError):
+    """The connection closed before the answer came."""
+
+
+class RemotingCommandError(RemotingError):
+    """The peer answered with a non-success code; ``code`` and ``remark`` say what it said."""
+
+    def __init__(self, code: int, remark: str | None) -> None:
+        super().__init__(f"CODE: {code}  DESC: {remark}")
+        self.code = code
+        self.remark = remark
+
+
+def unsupported_remark(code: int) -> str:
+    """The remark the Java broker gives for an unknown request code."""
+    return f" request type {code} not supported"
+
+
+class Dispatcher:
+    """Processor table keyed by request code, plus connection open/close listeners."""
+
+    def __init__(self) -> None:
+        self.processors: dict[int, Handler] = {}
+        self.on_open: list[Callable[["RemotingProtocol"], None]] = []
+        self.on_close: list[Callable[["RemotingProtocol"], None]] = []
+
+    def register(self, code: int, handler: Handler) -> None:
+        self.processors[int(code)] = handler
+
+    def register_many(self, table: dict[int, Handler]) -> None:
+        for code, handler in table.items():
+            self.register(code, handler)
+
+    def dispatch(self, conn: "RemotingProtocol", request: RemotingCommand) -> None:
+        """Run the handler for ``request`` and send its answer (never for oneway requests)."""
+        handler = self.processors.get(request.code)
+        if handler is None:
+            conn.answer(
+                request,
+                request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, unsupported_remark(request.code)),
+            )
+            return
+        try:
+            result = handler(request, conn)
+        except Exception as exc:  # a handler bug must not take the connection down
+            conn.answer(request, self._error_response(request, Failure(exc)))
+            return
+        if isinstance(result, defer.Deferred) or hasattr(result, "__await__"):
+            d = defer.ensureDeferred(result) if not isinstance(result, defer.Deferred) else result
+            d.addCallbacks(
+                lambda resp: conn.answer(request, resp),
+                lambda f: conn.answer(request, self._error_response(request, f)),
+            )
+        else:
+            conn.answer(request, result)
+
+    @staticmethod
+    def _error_response(request: RemotingCommand, failure: Failure) -> RemotingCommand:
+        exc = failure.value
+        if isinstance(exc, HeaderError):
+            remark = f"org.apache.rocketmq.remoting.exception.RemotingCommandException: {exc}"
+        else:
+            log.failure("handler for {code} failed", failure, code=request_name(request.code))
+            remark = f"{type(exc).__name__}: {exc}"
+        return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+
+
+class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
+    """One remoting connection: decodes frames, dispatches requests, matches responses."""
+
+    MAX_LENGTH = MAX_FRAME_BYTES - 4
+
+    def __init__(self, dispatcher: Dispatcher | None = None, idle_timeout: float | None = None) -> None:
+        self.dispatcher = dispatcher
+        self.idle_timeout = idle_timeout
+        self.pending: dict[int, defer.Deferred[RemotingCommand]] = {}
+        self.closed = False
+        self.closing = False
+        self.attributes: dict[str, object] = {}  # per-connection data of the services (client ids...)
+
+    # -- connection life ------------------------------------------------------------------------
+    @property
+    def peer(self) -> str:
+        """``host:port`` of the other side."""
+        addr = self.transport.getPeer()
+        return f"{getattr(addr, 'host', '?')}:{getattr(addr, 'port', 0)}"
+
+    def connectionMade(self) -> None:
+        if self.idle_timeout:
+            self.setTimeout(self.idle_timeout)
+        if self.dispatcher:
+            for listener in self.dispatcher.on_open:
+                listener(self)
+
+    def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
+        self.closed = True
+        self.setTimeout(None)
+        pending, self.pending = self.pending, {}
+        for d in pending.values():
+            d.errback(ConnectionClosedError(f"connection to {self.peer} closed"))
+        if self.dispatcher:
+            for listener in self.dispatcher.on_close:
+                try:
+                    listener(self)
+                except Exception:
+                    log.failure("connection close listener failed")
+
+    def timeoutConnection(self) -> None:
+        log.info("closing {peer}: silent for {secs} s", peer=self.peer, secs=self.idle_timeout)
+        self.transport.loseConnection()
+
+    def close(self, why: str) -> None:
+        """Close this connection only, saying why in the log."""
+        if not self.closing:
+            self.closing = True
+            log.warn("closing connection from {peer}: {why}", peer=self.peer, why=why)
+            self.transport.loseConnection()
+
+    # -- frames in ------------------------------------------------------------------------------
+    def dataReceived(self, data: bytes) -> None:
+        if self.closing:
+            return
+        if self.idle_timeout:
+            self.resetTimeout()
+        super().dataReceived(data)
+
+    def lengthLimitExceeded(self, length: int) -> None:
+        self.close(f"frame length {length} out of range (1..{self.MAX_LENGTH})")
+
+    def stringReceived(self, payload: bytes) -> None:
+        if self.closing:
+            return
+        try:
+            cmd = decode_frame_payload(payload)
+        except FrameError as exc:
+            self.close(f"malformed frame: {exc}")
+            return
+        if cmd.is_response:
+            d = self.pending.pop(cmd.opaque, None)
+            if d is None:
+                log.debug("answer {opaque} from {peer} came after its timeout", opaque=cmd.opaque, peer=self.peer)
+            else:
+                d.callback(cmd)
+        elif self.dispatcher is not None:
+            self.dispatcher.dispatch(self, cmd)
+        elif not cmd.is_oneway:
+            self.answer(cmd, cmd.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, unsupported_remark(cmd.code)))
+
+    # -- frames out -----------------------------------------------------------------------------
+    def send(self, cmd: RemotingCommand) -> None:
+        """Write one command; quietly dropped when the connection is gone."""
+        if not self.closed:
+            self.transport.writeSequence(encode_frame_parts(cmd))
+
+    def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
+        """Send ``response`` to ``request`` unless the request was oneway."""
+        if response is None or request.is_oneway:
+            return
+        response.opaque = request.opaque
+        response.mark_response()
+        if response.serialize_type is None:
+            response.serialize_type = request.serialize_type
+        self.send(response)
+
+    def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> "defer.Deferred[RemotingCommand]":
+        """Send a request and wait for its answer (matched by opaque) at most ``timeout`` s."""
+        if self.closed:
+            return defer.fail(ConnectionClosedError(f"connection to {self.peer} is closed"))
+        from twisted.internet import reactor
+
+        d: defer.Deferred[RemotingCommand] = defer.Deferred()
+        opaque = request.opaque
+        self.pending[opaque] = d
+
+        def expire() -> None:
+            waiting = self.pending.pop(opaque, None)
+            if waiting is not None:
+                waiting.errback(RemotingTimeoutError(f"no answer from {self.peer} within {timeout} s"))
+
+        call = reactor.callLater(timeout, expire)  # type: ignore[attr-defined]
+
+        def done(result: object) -> object:
+            if call.active():
+                call.cancel()
+            return result
+
+        d.addBoth(done)
+        self.send(request)
+        return d
+
+    def invoke_oneway(self, request: RemotingCommand) -> None:
+        request.mark_oneway()
+        self.send(request)
+
+
+class RemotingServerFactory(protocol.ServerFactory):
+    """Accepts connections that all share one :class:`Dispatcher`."""
+
+    def __init__(self, dispatcher: Dispatcher, idle_timeout: float | None = 120.0) -> None:
+        self.dispatcher = dispatcher
+        self.idle_timeout = idle_timeout
+        self.connections: set[RemotingProtocol] = set()
+        dispatcher.on_open.append(self.connections.add)
+        dispatcher.on_close.append(self.connections.discard)
+
+    def buildProtocol(self, addr: object) -> RemotingProtocol:
+        proto = RemotingProtocol(self.dispatcher, self.idle_timeout)
+        proto.factory = self
+        return proto
+
+    def close_all(self) -> None:
+        for conn in list(self.connections):
+            conn.transport.loseConnection()
+
+
+def is_connection_error(failure: Failure) -> bool:
+    return failure.check(error.ConnectionError, ConnectionClosedError) is not None
