@@ -1,0 +1,197 @@
+"""Producers and consumers known from heartbeats, per group and connection."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from twisted.logger import Logger
+
+from rmqtx.common.javacompat import java_string_hash
+from rmqtx.remoting.protocol import RemotingProtocol
+
+log = Logger(namespace="rmqtx.broker.clients")
+
+SUB_ALL = "*"
+_MESSAGE_MODELS = {0: "BROADCASTING", 1: "CLUSTERING"}
+_CONSUME_TYPES = {0: "CONSUME_ACTIVELY", 1: "CONSUME_PASSIVELY"}
+_CONSUME_FROM = {0: "CONSUME_FROM_LAST_OFFSET", 1: "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
+                 2: "CONSUME_FROM_MIN_OFFSET", 3: "CONSUME_FROM_MAX_OFFSET", 4: "CONSUME_FROM_FIRST_OFFSET",
+                 5: "CONSUME_FROM_TIMESTAMP"}
+
+
+def _enum_name(value: object, names: dict[int, str], default: str) -> str:
+    """C++ sends enums as ordinals, Java and Node as names: accept both."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return names.get(value, default)
+    if isinstance(value, str) and value:
+        return names.get(int(value), default) if value.isdigit() else value
+    return default
+
+
+@dataclass
+class SubscriptionData:
+    topic: str
+    subString: str = SUB_ALL
+    tagsSet: list[str] = field(default_factory=list)
+    codeSet: set[int] = field(default_factory=set)
+    subVersion: int = 0
+    expressionType: str = "TAG"
+    classFilterMode: bool = False
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubscriptionData":
+        tags = [str(t) for t in data.get("tagsSet") or []]
+        codes = {int(c) for c in data.get("codeSet") or []}
+        sub = cls(
+            topic=str(data.get("topic", "")),
+            subString=str(data.get("subString") or SUB_ALL),
+            tagsSet=tags,
+            codeSet=codes,
+            subVersion=int(data.get("subVersion") or 0),
+            expressionType=str(data.get("expressionType") or "TAG"),
+            classFilterMode=bool(data.get("classFilterMode", False)),
+        )
+        if sub.is_tag_type and not sub.codeSet and not sub.matches_all:
+            sub.tagsSet, sub.codeSet = parse_tags(sub.subString)
+        return sub
+
+    @classmethod
+    def from_expression(cls, topic: str, expression: str | None, expression_type: str | None, version: int = 0) -> "SubscriptionData":
+        """Build from a pull request's own ``subscription`` field (pull consumers)."""
+        expression = (expression or SUB_ALL).strip() or SUB_ALL
+        sub = cls(topic=topic, subString=expression, subVersion=version, expressionType=expression_type or "TAG")
+        if sub.is_tag_type and not sub.matches_all:
+            sub.tagsSet, sub.codeSet = parse_tags(expression)
+        return sub
+
+    @property
+    def is_tag_type(self) -> bool:
+        return self.expressionType in ("", "TAG")
+
+    @property
+    def matches_all(self) -> bool:
+        return self.subString in ("", SUB_ALL)
+
+    def to_json(self) -> dict:
+        return {
+            "classFilterMode": self.classFilterMode,
+            "codeSet": sorted(self.codeSet),
+            "expressionType": self.expressionType,
+            "subString": self.subString,
+            "subVersion": self.subVersion,
+            "tagsSet": list(self.tagsSet),
+            "topic": self.topic,
+        }
+
+    def tag_filter(self) -> Callable[[int], bool] | None:
+        """Consume-queue tag-hash filter, None when every message matches."""
+        if not self.is_tag_type or self.matches_all:
+            return None
+        codes = frozenset(self.codeSet)
+        return codes.__contains__
+
+
+def parse_tags(expression: str) -> tuple[list[str], set[int]]:
+    """``"TagA || TagB"`` as its tags and their Java hash codes."""
+    tags = [t.strip() for t in expression.split("||") if t.strip()]
+    return tags, {java_string_hash(t) for t in tags}
+
+
+@dataclass
+class ClientChannel:
+    client_id: str
+    language: str
+    version: int
+    conn: RemotingProtocol
+    last_update: float = field(default_factory=time.time)
+
+
+@dataclass
+class ConsumerGroupInfo:
+    group: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    channels: dict[RemotingProtocol, ClientChannel] = field(default_factory=dict)
+
+    def client_ids(self) -> list[str]:
+        return [c.client_id for c in self.channels.values()]
+
+
+class ClientManager:
+    """Producer and consumer groups; tells a consumer group when its members change."""
+
+    def __init__(self, notify: Callable[[str, list[RemotingProtocol]], None]) -> None:
+        self.producers: dict[str, dict[RemotingProtocol, ClientChannel]] = {}
+        self.consumers: dict[str, ConsumerGroupInfo] = {}
+        self._notify = notify
+
+    def register_producer(self, group: str, channel: ClientChannel) -> None:
+        members = self.producers.setdefault(group, {})
+        existing = members.get(channel.conn)
+        if existing is None:
+            members[channel.conn] = channel
+        else:
+            existing.last_update = time.time()
+
+    def unregister_producer(self, group: str, conn: RemotingProtocol) -> None:
+        members = self.producers.get(group)
+        if members is not None:
+            members.pop(conn, None)
+            if not members:
+                del self.producers[group]
+
+    def register_consumer(self, group: str, channel: ClientChannel, consume_type: object, message_model: object,
+                          consume_from_where: object, subscriptions: list[SubscriptionData], notify_enabled: bool) -> bool:
+        """Record a consumer heartbeat; notifies the group when its members changed."""
+        info = self.consumers.get(group)
+        if info is None:
+            info = self.consumers[group] = ConsumerGroupInfo(group)
+        info.consume_type = _enum_name(consume_type, _CONSUME_TYPES, info.consume_type)
+        info.message_model = _enum_name(message_model, _MESSAGE_MODELS, info.message_model)
+        info.consume_from_where = _enum_name(consume_from_where, _CONSUME_FROM, info.consume_from_where)
+        existing = info.channels.get(channel.conn)
+        changed = existing is None or existing.client_id != channel.client_id
+        if existing is None:
+            info.channels[channel.conn] = channel
+        else:
+            existing.last_update = time.time()
+        new_subs = {s.topic: s for s in subscriptions}
+        for topic, sub in new_subs.items():
+            old = info.subscriptions.get(topic)
+            if old is None or old.subVersion < sub.subVersion or old.subString != sub.subString:
+                info.subscriptions[topic] = sub
+        for topic in [t for t in info.subscriptions if t not in new_subs]:
+            del info.subscriptions[topic]
+        if changed and notify_enabled:
+            self._notify(group, list(info.channels))
+        return changed
+
+    def unregister_consumer(self, group: str, conn: RemotingProtocol, notify_enabled: bool = True) -> None:
+        info = self.consumers.get(group)
+        if info is None or info.channels.pop(conn, None) is None:
+            return
+        if not info.channels:
+            del self.consumers[group]
+        elif notify_enabled:
+            self._notify(group, list(info.channels))
+
+    def connection_closed(self, conn: RemotingProtocol) -> None:
+        """A client went away: forget it everywhere and tell its consumer groups."""
+        for group in list(self.producers):
+            self.unregister_producer(group, conn)
+        for group in list(self.consumers):
+            self.unregister_consumer(group, conn)
+
+    def consumer_group(self, group: str) -> ConsumerGroupInfo | None:
+        return self.consumers.get(group)
+
+    def producer_channel(self, group: str) -> ClientChannel | None:
+        """A live producer of ``group`` (transaction check-back goes there)."""
+        for channel in self.producers.get(group, {}).values():
+            if not channel.conn.closed:
+                return channel
+        return None

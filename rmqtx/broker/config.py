@@ -1,0 +1,135 @@
+"""Broker configuration from a ``broker.conf`` with RocketMQ's key names."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.logger import Logger
+
+from rmqtx.common.properties import parse_bool
+
+log = Logger(namespace="rmqtx.broker.config")
+
+#: Keys the store reads (it parses them itself from the same properties).
+STORE_KEYS = frozenset(
+    {
+        "storePathCommitLog",
+        "mappedFileSizeCommitLog",
+        "mappedFileSizeConsumeQueue",
+        "mapedFileSizeConsumeQueue",
+        "maxHashSlotNum",
+        "maxIndexNum",
+        "flushIntervalCommitLog",
+        "maxMessageSize",
+        "fileReservedTime",
+        "deleteWhen",
+        "diskMaxUsedSpaceRatio",
+        "messageIndexEnable",
+        "flushDiskType",
+        "storePathRootDir",
+    }
+)
+
+
+@dataclass
+class BrokerConfig:
+    """What the broker itself reads; field names are RocketMQ's keys."""
+
+    brokerClusterName: str = "DefaultCluster"
+    brokerName: str = "broker-a"
+    brokerId: int = 0
+    brokerIP1: str = "127.0.0.1"
+    brokerIP2: str = ""
+    listenPort: int = 10911
+    listenAddress: str = "0.0.0.0"
+    namesrvAddr: str = ""
+    storePathRootDir: str = os.path.join(os.path.expanduser("~"), "store")
+    flushDiskType: str = "ASYNC_FLUSH"
+    brokerRole: str = "ASYNC_MASTER"
+    brokerPermission: int = 6
+    autoCreateTopicEnable: bool = True
+    autoCreateSubscriptionGroup: bool = True
+    defaultTopicQueueNums: int = 8
+    clusterTopicEnable: bool = True
+    brokerTopicEnable: bool = True
+    traceTopicEnable: bool = False
+    msgTraceTopicName: str = "RMQ_SYS_TRACE_TOPIC"
+    registerNameServerPeriod: int = 30000
+    forceRegister: bool = True
+    registerBrokerTimeoutMills: int = 6000
+    longPollingEnable: bool = True
+    shortPollingTimeMills: int = 1000
+    flushConsumerOffsetInterval: int = 5000
+    channelExpiredTimeout: int = 120000
+    transferMsgByHeap: bool = True
+    maxMessageSize: int = 4 * 1024 * 1024
+    regionId: str = "DefaultRegion"
+    traceOn: bool = True
+    rejectTransactionMessage: bool = False
+    enablePropertyFilter: bool = False
+    messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    #: Everything read from the file, for the store and for GET_BROKER_CONFIG.
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.brokerIP1}:{self.listenPort}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.brokerIP2 or self.brokerIP1}:{self.listenPort + 1}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrvAddr.split(";") if a.strip()]
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "BrokerConfig":
+        """Build from ``key=value`` pairs; unknown keys are logged, not fatal."""
+        config = cls()
+        kinds = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "properties"}
+        for key, value in props.items():
+            if key in kinds:
+                setattr(config, key, _convert(kinds[key], value, key))
+            elif key not in STORE_KEYS:
+                log.info("broker.conf key {key} is not used by rmqtx; ignored", key=key)
+        if "maxMessageSize" in props:
+            config.maxMessageSize = int(props["maxMessageSize"])
+        config.properties = dict(props)
+        return config
+
+    def store_properties(self) -> dict[str, str]:
+        """The keys the store reads, with the broker's own defaults filled in."""
+        props = dict(self.properties)
+        props.setdefault("storePathRootDir", self.storePathRootDir)
+        props.setdefault("flushDiskType", self.flushDiskType)
+        props.setdefault("maxMessageSize", str(self.maxMessageSize))
+        return props
+
+    def as_properties(self) -> dict[str, str]:
+        """Every setting as strings (GET_BROKER_CONFIG)."""
+        out = {f.name: _java_text(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "properties"}
+        for key, value in self.properties.items():
+            out.setdefault(key, value)
+        return out
+
+
+def _convert(kind: Any, value: str, key: str) -> Any:
+    kind_name = kind if isinstance(kind, str) else kind.__name__
+    try:
+        if kind_name == "bool":
+            return parse_bool(value)
+        if kind_name == "int":
+            return int(value.strip())
+    except ValueError:
+        raise ValueError(f"broker.conf: {key}={value!r} is not a number") from None
+    return value.strip()
+
+
+def _java_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

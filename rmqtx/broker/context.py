@@ -1,0 +1,34 @@
+"""What every broker processor needs to reach: config, store, tables, clients, NameServer link."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rmqtx.broker.clients import ClientManager
+    from rmqtx.broker.config import BrokerConfig
+    from rmqtx.broker.groups import SubscriptionGroupManager
+    from rmqtx.broker.long_polling import PullHoldService
+    from rmqtx.broker.offsets import ConsumerOffsetManager
+    from rmqtx.broker.registration import NamesrvRegistrar
+    from rmqtx.broker.topics import TopicConfigManager
+    from rmqtx.store.message_store import MessageStore
+
+FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+
+@dataclass
+class BrokerContext:
+    config: "BrokerConfig"
+    store: "MessageStore"
+    topics: "TopicConfigManager"
+    groups: "SubscriptionGroupManager"
+    offsets: "ConsumerOffsetManager"
+    clients: "ClientManager"
+    holds: "PullHoldService"
+    registrar: "NamesrvRegistrar"
+
+    @property
+    def store_host(self) -> tuple[str, int]:
+        return (self.config.brokerIP1, self.config.listenPort)

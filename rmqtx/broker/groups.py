@@ -1,0 +1,89 @@
+"""Subscription groups: ``config/subscriptionGroup.json`` and auto-creation."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rmqtx.broker.jsonfiles import JsonConfigFile
+from rmqtx.broker.topics import DataVersion
+
+SYSTEM_GROUPS = (
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_SYS_RMQ_TRANS",
+)
+
+
+@dataclass
+class SubscriptionGroupConfig:
+    """Field names and order as fastjson writes the Java bean (alphabetical)."""
+
+    brokerId: int = 0
+    consumeBroadcastEnable: bool = True
+    consumeEnable: bool = True
+    consumeFromMinEnable: bool = True
+    groupName: str = ""
+    notifyConsumerIdsChangedEnable: bool = True
+    retryMaxTimes: int = 16
+    retryQueueNums: int = 1
+    whichBrokerWhenConsumeSlowly: int = 1
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SubscriptionGroupConfig":
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class SubscriptionGroupManager:
+    def __init__(self, config, store_root: str) -> None:
+        self.config = config
+        self.file = JsonConfigFile(Path(store_root) / "config" / "subscriptionGroup.json")
+        self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(groupName=g) for g in SYSTEM_GROUPS}
+        self.data_version = DataVersion()
+
+    def load(self) -> None:
+        data = self.file.load()
+        if not data:
+            return
+        for name, raw in (data.get("subscriptionGroupTable") or {}).items():
+            self.table[name] = SubscriptionGroupConfig.from_json(raw)
+        version = data.get("dataVersion") or {}
+        self.data_version = DataVersion(int(version.get("counter", 0)), int(version.get("timestamp", 0)) or None)
+
+    def to_json(self) -> dict:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "subscriptionGroupTable": {name: g.to_json() for name, g in self.table.items()},
+        }
+
+    def persist(self):
+        return self.file.save(self.to_json())
+
+    def find(self, group: str) -> SubscriptionGroupConfig | None:
+        """The group's config, created when auto-creation is on (as Java does)."""
+        found = self.table.get(group)
+        if found is None and self.config.autoCreateSubscriptionGroup:
+            found = self.put(SubscriptionGroupConfig(groupName=group))
+        return found
+
+    def put(self, group: SubscriptionGroupConfig) -> SubscriptionGroupConfig:
+        self.table[group.groupName] = group
+        self.data_version.next()
+        self.persist()
+        return group
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        self.data_version.next()
+        self.persist()
+        return True

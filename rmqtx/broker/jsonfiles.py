@@ -1,0 +1,92 @@
+"""Broker config files (``config/*.json``) in fastjson's pretty format, written atomically.
+
+Java writes ``file.tmp``, keeps the previous file as ``file.bak`` and renames the new one in;
+integer-keyed maps get bare keys (``{0:48,1:49}``), which Java reads back and so does rmqtx.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+from twisted.internet import threads
+
+_BARE_KEY = re.compile(rb"([{,]\s*)(-?\d+)(\s*:)")
+
+
+def loads_fastjson(data: bytes | str) -> Any:
+    """Parse JSON that may have fastjson's bare integer keys."""
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return orjson.loads(_BARE_KEY.sub(rb'\1"\2"\3', raw))
+
+
+def _scalar(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def pretty(value: Any, depth: int = 0) -> str:
+    """fastjson ``PrettyFormat``: tabs, one entry per line; int-keyed maps stay on one line."""
+    pad = "\t" * (depth + 1)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        if all(isinstance(k, int) for k in value):
+            inner = ",".join(f"{k}:{_scalar(v)}" for k, v in value.items())
+            return "{" + inner + "\n" + "\t" * depth + "}"
+        items = [f"{pad}{_scalar(str(k))}:{pretty(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "\t" * depth + "}"
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "[]"
+        items = [f"{pad}{pretty(v, depth + 1)}" for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + "\t" * depth + "]"
+    return _scalar(value)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if path.exists():
+        os.replace(path, path.with_name(path.name + ".bak"))
+    os.replace(tmp, path)
+
+
+class JsonConfigFile:
+    """One config file: load at start (blocking is fine then), persist in a thread later."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._writing = None
+
+    def load(self) -> Any | None:
+        """The parsed file, falling back to ``.bak`` when the main file is missing or torn."""
+        for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
+            try:
+                data = candidate.read_bytes()
+            except FileNotFoundError:
+                continue
+            if data.strip():
+                try:
+                    return loads_fastjson(data)
+                except orjson.JSONDecodeError:
+                    continue
+        return None
+
+    def save_now(self, value: Any) -> None:
+        """Blocking write: for start-up and shutdown."""
+        _write_atomically(self.path, pretty(value))
+
+    def save(self, value: Any):
+        """Render on the caller's thread, write in a worker thread; returns a Deferred."""
+        text = pretty(value)
+        return threads.deferToThread(_write_atomically, self.path, text)

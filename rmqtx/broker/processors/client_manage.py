@@ -1,0 +1,96 @@
+"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), CHECK_CLIENT_CONFIG (46)."""
+
+from __future__ import annotations
+
+import orjson
+
+from rmqtx.broker.clients import ClientChannel, SubscriptionData
+from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.topics import PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_name
+from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import ConsumerGroupRequestHeader, UnregisterClientRequestHeader
+from rmqtx.remoting.protocol import RemotingProtocol
+
+
+def _body_json(request: RemotingCommand) -> dict:
+    if not request.body:
+        return {}
+    data = loads_fastjson(request.body)
+    if not isinstance(data, dict):
+        raise ValueError("request body is not a JSON object")
+    return data
+
+
+class ClientManageProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def table(self) -> dict:
+        return {
+            RequestCode.HEART_BEAT: self.heart_beat,
+            RequestCode.UNREGISTER_CLIENT: self.unregister_client,
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.consumer_list,
+            RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
+        }
+
+    def heart_beat(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        data = _body_json(request)
+        client_id = str(data.get("clientID", ""))
+        channel = ClientChannel(client_id, request.language, request.version, conn)
+        ctx = self.ctx
+        registered_new_topic = False
+        for consumer in data.get("consumerDataSet") or []:
+            group = str(consumer.get("groupName", ""))
+            why = validate_name(group, "group")
+            if why:
+                return request.make_response(ResponseCode.SYSTEM_ERROR, why)
+            group_cfg = ctx.groups.find(group)
+            notify = True
+            if group_cfg is not None:
+                notify = group_cfg.notifyConsumerIdsChangedEnable
+                if group_cfg.retryQueueNums > 0:
+                    _, created = ctx.topics.create_system_topic(RETRY_PREFIX + group, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE)
+                    registered_new_topic |= created
+            subs = [SubscriptionData.from_json(s) for s in consumer.get("subscriptionDataSet") or []]
+            ctx.clients.register_consumer(
+                group,
+                ClientChannel(client_id, request.language, request.version, conn),
+                consumer.get("consumeType"),
+                consumer.get("messageModel"),
+                consumer.get("consumeFromWhere"),
+                subs,
+                notify,
+            )
+        for producer in data.get("producerDataSet") or []:
+            ctx.clients.register_producer(str(producer.get("groupName", "")), channel)
+        if registered_new_topic:
+            ctx.registrar.register_all(oneway=True)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def unregister_client(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = UnregisterClientRequestHeader.from_command(request)
+        if header.producerGroup:
+            self.ctx.clients.unregister_producer(header.producerGroup, conn)
+        if header.consumerGroup:
+            group_cfg = self.ctx.groups.table.get(header.consumerGroup)
+            notify = group_cfg.notifyConsumerIdsChangedEnable if group_cfg else True
+            self.ctx.clients.unregister_consumer(header.consumerGroup, conn, notify)
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={})
+
+    def consumer_list(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = ConsumerGroupRequestHeader.from_command(request)
+        info = self.ctx.clients.consumer_group(header.consumerGroup)
+        if info is None or not info.channels:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumerGroup}")
+        body = orjson.dumps({"consumerIdList": info.client_ids()})
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={}, body=body)
+
+    def check_client_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        data = _body_json(request)
+        sub = data.get("subscriptionData") or {}
+        kind = str(sub.get("expressionType") or "TAG")
+        if kind not in ("", "TAG") and not self.ctx.config.enablePropertyFilter:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}")
+        return request.make_response(ResponseCode.SUCCESS)

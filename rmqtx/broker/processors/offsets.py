@@ -1,0 +1,68 @@
+"""Consumer offsets and queue positions: codes 14, 15, 29, 30, 31, 32."""
+
+from __future__ import annotations
+
+from rmqtx.broker.context import BrokerContext
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import (
+    GetEarliestMsgStoretimeResponseHeader,
+    OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    TopicQueueRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from rmqtx.remoting.protocol import RemotingProtocol
+
+
+class OffsetProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def table(self) -> dict:
+        return {
+            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: self.max_offset,
+            RequestCode.GET_MIN_OFFSET: self.min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: self.earliest_time,
+        }
+
+    @staticmethod
+    def _offset(request: RemotingCommand, offset: int) -> RemotingCommand:
+        return OffsetResponseHeader(offset).apply_to(request.make_response(ResponseCode.SUCCESS))
+
+    def query_consumer_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = QueryConsumerOffsetRequestHeader.from_command(request)
+        offset = self.ctx.offsets.query(header.consumerGroup, header.topic, header.queueId)
+        if offset >= 0:
+            return self._offset(request, offset)
+        if self.ctx.store.get_min_offset_in_queue(header.topic, header.queueId) <= 0:
+            return self._offset(request, 0)  # a new group on a queue that still starts at 0
+        return request.make_response(
+            ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first", ext_fields={}
+        )
+
+    def update_consumer_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = UpdateConsumerOffsetRequestHeader.from_command(request)
+        self.ctx.offsets.commit(header.consumerGroup, header.topic, header.queueId, header.commitOffset)
+        return request.make_response(ResponseCode.SUCCESS, ext_fields={})
+
+    def max_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = TopicQueueRequestHeader.from_command(request)
+        return self._offset(request, self.ctx.store.get_max_offset_in_queue(header.topic, header.queueId))
+
+    def min_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = TopicQueueRequestHeader.from_command(request)
+        return self._offset(request, self.ctx.store.get_min_offset_in_queue(header.topic, header.queueId))
+
+    def search_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = SearchOffsetRequestHeader.from_command(request)
+        return self._offset(request, self.ctx.store.get_offset_in_queue_by_time(header.topic, header.queueId, header.timestamp))
+
+    def earliest_time(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = TopicQueueRequestHeader.from_command(request)
+        timestamp = self.ctx.store.get_earliest_message_time(header.topic, header.queueId)
+        return GetEarliestMsgStoretimeResponseHeader(timestamp).apply_to(request.make_response(ResponseCode.SUCCESS))

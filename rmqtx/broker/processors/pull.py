@@ -1,0 +1,116 @@
+"""PULL_MESSAGE (11): filtered reads from the store, with long polling and offset commits."""
+
+from __future__ import annotations
+
+from rmqtx.broker.clients import SubscriptionData
+from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
+from rmqtx.broker.topics import is_readable
+from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.results import GetResult, GetStatus
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+
+MASTER_ID = 0
+
+
+def _pull_code(status: GetStatus, requested_offset: int) -> int:
+    """The response code Java's PullMessageProcessor gives each store status."""
+    if status is GetStatus.FOUND:
+        return ResponseCode.SUCCESS
+    if status in (GetStatus.MESSAGE_WAS_REMOVING, GetStatus.NO_MATCHED_MESSAGE):
+        return ResponseCode.PULL_RETRY_IMMEDIATELY
+    if status in (GetStatus.NO_MATCHED_LOGIC_QUEUE, GetStatus.NO_MESSAGE_IN_QUEUE):
+        return ResponseCode.PULL_OFFSET_MOVED if requested_offset != 0 else ResponseCode.PULL_NOT_FOUND
+    if status in (GetStatus.OFFSET_FOUND_NULL, GetStatus.OFFSET_OVERFLOW_ONE):
+        return ResponseCode.PULL_NOT_FOUND
+    return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
+
+
+class PullProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def table(self) -> dict:
+        return {RequestCode.PULL_MESSAGE: self.process}
+
+    def process(self, request: RemotingCommand, conn: RemotingProtocol):
+        return self._pull(request, conn, allow_suspend=True)
+
+    def _subscription(self, request: RemotingCommand, header: PullMessageRequestHeader):
+        """The subscription the pull filters by, or the error answer Java gives."""
+        if header.sysFlag & FLAG_SUBSCRIPTION:
+            return SubscriptionData.from_expression(header.topic, header.subscription, header.expressionType, header.subVersion), None
+        info = self.ctx.clients.consumer_group(header.consumerGroup)
+        if info is None:
+            return None, request.make_response(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's group info not exist{FAQ_SUFFIX}")
+        sub = info.subscriptions.get(header.topic)
+        if sub is None:
+            return None, request.make_response(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{FAQ_SUFFIX}")
+        if sub.subVersion < header.subVersion:
+            return None, request.make_response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
+        return sub, None
+
+    def _pull(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: bool):
+        ctx = self.ctx
+        header = PullMessageRequestHeader.from_command(request)
+        if not is_readable(ctx.config.brokerPermission):
+            return request.make_response(ResponseCode.NO_PERMISSION, f"the broker[{ctx.config.brokerIP1}] pulling message is forbidden")
+        group = ctx.groups.find(header.consumerGroup)
+        if group is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{header.consumerGroup}] does not exist,{FAQ_SUFFIX}"
+            )
+        if not group.consumeEnable:
+            return request.make_response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {header.consumerGroup}")
+        tc = ctx.topics.get(header.topic)
+        if tc is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!{FAQ_SUFFIX}")
+        if not is_readable(tc.perm):
+            return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] pulling message is forbidden")
+        if header.queueId < 0 or header.queueId >= tc.readQueueNums:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{header.queueId}] is illegal, topic:[{header.topic}] topicConfig.readQueueNums:[{tc.readQueueNums}] consumer:[{conn.peer}]",
+            )
+        sub, error = self._subscription(request, header)
+        if error is not None:
+            return error
+        if not sub.is_tag_type and not ctx.config.enablePropertyFilter:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expressionType}"
+            )
+        result: GetResult = ctx.store.get_message(
+            header.topic, header.queueId, header.queueOffset, header.maxMsgNums, sub.tag_filter()
+        )
+        code = _pull_code(result.status, header.queueOffset)
+        response = request.make_response(code, result.status.name)
+        PullMessageResponseHeader(MASTER_ID, result.next_begin_offset, result.min_offset, result.max_offset).apply_to(response)
+        if code == ResponseCode.SUCCESS:
+            response.body = b"".join(result.messages)
+        if allow_suspend and header.sysFlag & FLAG_COMMIT_OFFSET:
+            ctx.offsets.commit(header.consumerGroup, header.topic, header.queueId, header.commitOffset)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and header.sysFlag & FLAG_SUSPEND:
+            timeout_ms = header.suspendTimeoutMillis if ctx.config.longPollingEnable else ctx.config.shortPollingTimeMills
+            return ctx.holds.hold(
+                header.topic,
+                header.queueId,
+                header.queueOffset,
+                timeout_ms / 1000,
+                lambda final: self._retry_held(request, conn, final),
+            )
+        return response
+
+    def _retry_held(self, request: RemotingCommand, conn: RemotingProtocol, final: bool) -> RemotingCommand | None:
+        """Run a held pull again; before its time is up, only an answer with messages is sent."""
+        if conn.closed:
+            return None
+        response = self._pull(request, conn, allow_suspend=False)
+        if not final and response.code in (ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_RETRY_IMMEDIATELY):
+            return None
+        response.serialize_type = SerializeType.JSON  # Java answers resumed pulls in JSON, whatever the request used
+        return response

@@ -1,0 +1,159 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)."""
+
+from __future__ import annotations
+
+import random
+
+from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
+from rmqtx.broker.topics import (
+    DLQ_PREFIX,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_PREFIX,
+    SCHEDULE_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    is_writeable,
+    validate_name,
+)
+from rmqtx.common.javacompat import java_string_hash
+from rmqtx.common.message import PROPERTY_CLUSTER, PROPERTY_TAGS, PROPERTY_WAIT, parse_properties, properties_to_string
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
+from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
+
+#: Topics clients may not send to directly.
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC"})
+
+_PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
+    PutStatus.CREATE_MAPPED_FILE_FAILED: (ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
+    PutStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, msg properties length limit 32k.",
+    ),
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: (
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, msg properties length limit 32k.",
+    ),
+    PutStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now. It may be caused by one of the following reasons: the broker's disk is full, "
+        "messages are put to the slave, message store has been shut down, etc.",
+    ),
+    PutStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
+    PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+
+class SendProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def table(self) -> dict:
+        return {
+            RequestCode.SEND_MESSAGE: self.process,
+            RequestCode.SEND_MESSAGE_V2: self.process,
+            RequestCode.SEND_BATCH_MESSAGE: self.process,
+        }
+
+    # -- checks -----------------------------------------------------------------------------
+    def _header(self, request: RemotingCommand) -> SendMessageRequestHeader:
+        ext = request.ext_fields or {}
+        if request.code == RequestCode.SEND_MESSAGE_V2 or (request.code == RequestCode.SEND_BATCH_MESSAGE and "b" in ext):
+            return send_header_from_v2(ext)
+        return SendMessageRequestHeader.from_fields(ext)
+
+    def _check(self, request: RemotingCommand, header: SendMessageRequestHeader, conn: RemotingProtocol):
+        """Java's msgCheck: permissions, topic name, topic existence (auto-create), queue id."""
+        cfg = self.ctx.config
+        if not is_writeable(cfg.brokerPermission):
+            return None, request.make_response(ResponseCode.NO_PERMISSION, f"the broker[{cfg.brokerIP1}] sending message is forbidden")
+        why = validate_name(header.topic)
+        if why:
+            return None, request.make_response(ResponseCode.SYSTEM_ERROR, why)
+        if header.topic in NOT_ALLOWED_SEND_TOPICS:
+            return None, request.make_response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{header.topic}] is forbidden.")
+        topics = self.ctx.topics
+        tc = topics.get(header.topic)
+        if tc is None:
+            if header.topic.startswith(RETRY_PREFIX):
+                group_cfg = self.ctx.groups.find(header.topic[len(RETRY_PREFIX):])
+                if group_cfg is not None:
+                    tc, created = topics.create_system_topic(header.topic, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE)
+                    if created:
+                        self.ctx.registrar.register_all(oneway=True)
+            else:
+                tc = topics.create_in_send(header.topic, header.defaultTopic, header.defaultTopicQueueNums, header.sysFlag)
+                if tc is not None:
+                    self.ctx.registrar.register_all(oneway=True)
+        if tc is None:
+            return None, request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please!{FAQ_SUFFIX}"
+            )
+        if not is_writeable(tc.perm) and not header.topic.startswith(DLQ_PREFIX):
+            return None, request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] sending message is forbidden")
+        if header.queueId >= tc.writeQueueNums:
+            return None, request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{header.queueId}] is illegal, {tc} Producer: {conn.peer}",
+            )
+        return tc, None
+
+    # -- processing -------------------------------------------------------------------------
+    def process(self, request: RemotingCommand, conn: RemotingProtocol):
+        header = self._header(request)
+        tc, error = self._check(request, header, conn)
+        if error is not None:
+            return error
+        queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
+        props = parse_properties(header.properties)
+        wait = props.pop(PROPERTY_WAIT, None)
+        if wait == "false":
+            props[PROPERTY_WAIT] = wait
+        props[PROPERTY_CLUSTER] = self.ctx.config.brokerClusterName
+        peer = conn.transport.getPeer()
+        born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
+        if request.code == RequestCode.SEND_BATCH_MESSAGE:
+            d = self.ctx.store.put_messages(
+                BatchToStore(
+                    topic=header.topic,
+                    queue_id=queue_id,
+                    sys_flag=header.sysFlag,
+                    born_timestamp=header.bornTimestamp,
+                    born_host=born_host,
+                    store_host=self.ctx.store_host,
+                    body=request.body,
+                    properties=properties_to_string(props),
+                )
+            )
+        else:
+            tags = props.get(PROPERTY_TAGS)
+            d = self.ctx.store.put_message(
+                MessageToStore(
+                    topic=header.topic,
+                    queue_id=queue_id,
+                    flag=header.flag,
+                    body=request.body,
+                    properties=properties_to_string(props),
+                    sys_flag=header.sysFlag,
+                    born_timestamp=header.bornTimestamp,
+                    born_host=born_host,
+                    store_host=self.ctx.store_host,
+                    reconsume_times=header.reconsumeTimes or 0,
+                    tags_code=java_string_hash(tags) if tags else 0,
+                )
+            )
+        return d.addCallback(self._answer, request, queue_id)
+
+    def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
+        if result.status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
+            code = ResponseCode.SUCCESS if result.status is PutStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
+            response = request.make_response(code)
+            header = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
+            extra = {"MSG_REGION": self.ctx.config.regionId, "TRACE_ON": "true" if self.ctx.config.traceOn else "false"}
+            return header.apply_to(response, extra)
+        code, remark = _PUT_ERRORS.get(result.status, (ResponseCode.SYSTEM_ERROR, result.status.name))
+        return request.make_response(code, result.remark or remark)
+
+__all__ = ["SendProcessor"]

@@ -1,0 +1,74 @@
+"""Registration with every NameServer: at start, every 30 s, after topic changes; unregister at stop."""
+
+from __future__ import annotations
+
+import zlib
+
+import orjson
+from twisted.internet import defer, task
+from twisted.logger import Logger
+
+from rmqtx.remoting.client import RemotingClient
+from rmqtx.remoting.codes import RequestCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import BrokerIdentityRequestHeader, RegisterBrokerRequestHeader
+
+log = Logger(namespace="rmqtx.broker.registration")
+
+
+class NamesrvRegistrar:
+    def __init__(self, config, topics, client: RemotingClient) -> None:
+        self.config = config
+        self.topics = topics
+        self.client = client
+        self._loop: task.LoopingCall | None = None
+
+    def _body(self) -> bytes:
+        return orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.to_json()})
+
+    def _register_request(self, oneway: bool) -> RemotingCommand:
+        body = self._body()
+        header = RegisterBrokerRequestHeader(
+            brokerName=self.config.brokerName,
+            brokerAddr=self.config.broker_addr,
+            clusterName=self.config.brokerClusterName,
+            haServerAddr=self.config.ha_server_addr,
+            brokerId=self.config.brokerId,
+            compressed=False,
+            bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
+        )
+        return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_fields(), body, oneway=oneway)
+
+    def register_all(self, oneway: bool = False) -> "defer.Deferred[list]":
+        """Register with each NameServer; failures are logged, never raised."""
+        calls = []
+        for addr in self.config.namesrv_addrs:
+            request = self._register_request(oneway)
+            if oneway:
+                d = self.client.invoke_oneway(addr, request)
+            else:
+                d = self.client.invoke(addr, request, timeout=self.config.registerBrokerTimeoutMills / 1000)
+            d.addErrback(lambda f, a=addr: log.warn("register to {addr} failed: {why}", addr=a, why=f.getErrorMessage()))
+            calls.append(d)
+        return defer.gatherResults(calls)
+
+    def start(self) -> "defer.Deferred":
+        self._loop = task.LoopingCall(self.register_all)
+        return self._loop.start(self.config.registerNameServerPeriod / 1000, now=True)
+
+    async def stop(self) -> None:
+        """Stop the timer and unregister from each NameServer (best effort, short timeout)."""
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        header = BrokerIdentityRequestHeader(
+            brokerName=self.config.brokerName,
+            brokerAddr=self.config.broker_addr,
+            clusterName=self.config.brokerClusterName,
+            brokerId=self.config.brokerId,
+        )
+        calls = []
+        for addr in self.config.namesrv_addrs:
+            d = self.client.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_fields()), timeout=2)
+            d.addErrback(lambda f: None)
+            calls.append(d)
+        await defer.gatherResults(calls)

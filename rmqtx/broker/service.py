@@ -1,0 +1,118 @@
+"""BrokerService: store, tables, processors and the listening port, as one Twisted service."""
+
+from __future__ import annotations
+
+from twisted.application import service
+from twisted.internet import defer, task
+from twisted.logger import Logger
+
+from rmqtx.broker.clients import ClientManager
+from rmqtx.broker.config import BrokerConfig
+from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.groups import SubscriptionGroupManager
+from rmqtx.broker.long_polling import PullHoldService
+from rmqtx.broker.offsets import ConsumerOffsetManager
+from rmqtx.broker.processors.client_manage import ClientManageProcessor
+from rmqtx.broker.processors.offsets import OffsetProcessor
+from rmqtx.broker.processors.pull import PullProcessor
+from rmqtx.broker.processors.send import SendProcessor
+from rmqtx.broker.registration import NamesrvRegistrar
+from rmqtx.broker.topics import TopicConfigManager
+from rmqtx.remoting.client import RemotingClient
+from rmqtx.remoting.codes import RequestCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory
+from rmqtx.store.config import StoreConfig
+from rmqtx.store.message_store import MessageStore
+
+log = Logger(namespace="rmqtx.broker")
+
+
+class BrokerService(service.Service):
+    """A RocketMQ broker: ``startService`` recovers the store, then listens and registers."""
+
+    def __init__(self, config: BrokerConfig, reactor=None) -> None:
+        if reactor is None:
+            from twisted.internet import reactor as default_reactor
+
+            reactor = default_reactor
+        self.reactor = reactor
+        self.config = config
+        self.dispatcher = Dispatcher()
+        self.factory = RemotingServerFactory(self.dispatcher, idle_timeout=config.channelExpiredTimeout / 1000)
+        self.port = None
+        self.ctx: BrokerContext | None = None
+        self._offset_flush: task.LoopingCall | None = None
+        self._namesrv_client = RemotingClient(reactor)
+
+    # -- wiring -----------------------------------------------------------------------------
+    def _notify_consumers(self, group: str, conns: list[RemotingProtocol]) -> None:
+        """NOTIFY_CONSUMER_IDS_CHANGED, oneway and in JSON, to each member of ``group``."""
+        for conn in conns:
+            conn.invoke_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group}))
+
+    def _build(self) -> BrokerContext:
+        cfg = self.config
+        store = MessageStore(StoreConfig.from_properties(cfg.store_properties()))
+        topics = TopicConfigManager(cfg, cfg.storePathRootDir)
+        clients = ClientManager(self._notify_consumers)
+        holds = PullHoldService(self.reactor)
+        ctx = BrokerContext(
+            config=cfg,
+            store=store,
+            topics=topics,
+            groups=SubscriptionGroupManager(cfg, cfg.storePathRootDir),
+            offsets=ConsumerOffsetManager(cfg.storePathRootDir),
+            clients=clients,
+            holds=holds,
+            registrar=NamesrvRegistrar(cfg, topics, self._namesrv_client),
+        )
+        for processor in (SendProcessor(ctx), PullProcessor(ctx), ClientManageProcessor(ctx), OffsetProcessor(ctx)):
+            self.dispatcher.register_many(processor.table())
+        self.dispatcher.on_close.append(clients.connection_closed)
+        store.add_arrival_listener(holds.notify_arrival)
+        return ctx
+
+    # -- life -------------------------------------------------------------------------------
+    def startService(self) -> None:
+        """Blocking recovery first (the broker serves nothing until its store is sound)."""
+        ctx = self.ctx = self._build()
+        ctx.store.load()
+        ctx.topics.load()
+        ctx.groups.load()
+        ctx.offsets.load()
+        self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
+        if self.config.listenPort == 0:
+            self.config.listenPort = self.port.getHost().port
+        ctx.store.start(self.reactor)
+        ctx.topics.file.save_now(ctx.topics.to_json())
+        self._offset_flush = task.LoopingCall(ctx.offsets.persist)
+        self._offset_flush.start(self.config.flushConsumerOffsetInterval / 1000, now=False)
+        if self.config.namesrv_addrs:
+            ctx.registrar.start()
+        log.info(
+            "broker {name} listening on {addr}, store {root}",
+            name=self.config.brokerName,
+            addr=self.config.broker_addr,
+            root=self.config.storePathRootDir,
+        )
+        super().startService()
+
+    async def _stop(self) -> None:
+        ctx = self.ctx
+        if self.port is not None:
+            await self.port.stopListening()
+        if ctx is not None:
+            if self._offset_flush is not None and self._offset_flush.running:
+                self._offset_flush.stop()
+            await ctx.registrar.stop()
+            ctx.holds.stop()
+        self.factory.close_all()
+        await self._namesrv_client.close()
+        if ctx is not None:
+            ctx.offsets.persist_now()
+            ctx.store.shutdown()
+
+    def stopService(self) -> "defer.Deferred[None]":
+        super().stopService()
+        return defer.ensureDeferred(self._stop())

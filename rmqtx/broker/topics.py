@@ -1,0 +1,180 @@
+"""Topic configs: ``config/topics.json``, the system topics, and auto-creation from TBW102."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rmqtx.broker.jsonfiles import JsonConfigFile
+
+PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
+DEFAULT_TOPIC = "TBW102"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+BENCHMARK_TOPIC = "BenchmarkTest"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+RETRY_PREFIX = "%RETRY%"
+DLQ_PREFIX = "%DLQ%"
+TOPIC_MAX_LENGTH = 127
+_VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+
+
+def validate_name(name: str | None, what: str = "topic") -> str | None:
+    """Why ``name`` is not a safe topic or group name (it becomes a path), or None if it is."""
+    if not name:
+        return f"The specified {what} is blank."
+    if not _VALID_NAME.match(name):
+        return f"The specified {what}[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+    if len(name) > TOPIC_MAX_LENGTH:
+        return f"The specified {what} is longer than {what} max length {TOPIC_MAX_LENGTH}."
+    return None
+
+
+def is_readable(perm: int) -> bool:
+    return bool(perm & PERM_READ)
+
+
+def is_writeable(perm: int) -> bool:
+    return bool(perm & PERM_WRITE)
+
+
+@dataclass
+class TopicConfig:
+    topicName: str
+    readQueueNums: int = 16
+    writeQueueNums: int = 16
+    perm: int = PERM_READ | PERM_WRITE
+    topicFilterType: str = "SINGLE_TAG"
+    topicSysFlag: int = 0
+    order: bool = False
+
+    def to_json(self) -> dict:
+        """Bean form, keys in fastjson's (alphabetical) order."""
+        return {
+            "order": self.order,
+            "perm": self.perm,
+            "readQueueNums": self.readQueueNums,
+            "topicFilterType": self.topicFilterType,
+            "topicName": self.topicName,
+            "topicSysFlag": self.topicSysFlag,
+            "writeQueueNums": self.writeQueueNums,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "TopicConfig":
+        return cls(
+            topicName=data["topicName"],
+            readQueueNums=int(data.get("readQueueNums", 16)),
+            writeQueueNums=int(data.get("writeQueueNums", 16)),
+            perm=int(data.get("perm", 6)),
+            topicFilterType=str(data.get("topicFilterType", "SINGLE_TAG")),
+            topicSysFlag=int(data.get("topicSysFlag", 0)),
+            order=bool(data.get("order", False)),
+        )
+
+
+class DataVersion:
+    """Counter + timestamp that tells NameServers whether the topic table changed."""
+
+    def __init__(self, counter: int = 0, timestamp: int | None = None) -> None:
+        self.counter = counter
+        self.timestamp = timestamp if timestamp is not None else int(time.time() * 1000)
+
+    def next(self) -> None:
+        self.counter += 1
+        self.timestamp = int(time.time() * 1000)
+
+    def to_json(self) -> dict:
+        return {"counter": self.counter, "timestamp": self.timestamp}
+
+
+class TopicConfigManager:
+    """All topics this broker serves, persisted to ``config/topics.json``."""
+
+    def __init__(self, config, store_root: str) -> None:
+        self.config = config
+        self.file = JsonConfigFile(Path(store_root) / "config" / "topics.json")
+        self.table: dict[str, TopicConfig] = {}
+        self.data_version = DataVersion()
+        self._add_system_topics()
+
+    def _system(self, name: str, queues: int, perm: int = PERM_READ | PERM_WRITE) -> None:
+        self.table[name] = TopicConfig(name, queues, queues, perm)
+
+    def _add_system_topics(self) -> None:
+        cfg = self.config
+        self._system(SELF_TEST_TOPIC, 1)
+        if cfg.autoCreateTopicEnable:
+            self._system(DEFAULT_TOPIC, cfg.defaultTopicQueueNums, PERM_INHERIT | PERM_READ | PERM_WRITE)
+        self._system(BENCHMARK_TOPIC, 1024)
+        if cfg.clusterTopicEnable:
+            self._system(cfg.brokerClusterName, 16, PERM_INHERIT | PERM_READ | PERM_WRITE)
+        if cfg.brokerTopicEnable:
+            self._system(cfg.brokerName, 1, PERM_INHERIT | PERM_READ | PERM_WRITE)
+        self._system(OFFSET_MOVED_EVENT, 1)
+        self._system(SCHEDULE_TOPIC, 18)
+        if cfg.traceTopicEnable:
+            self._system(cfg.msgTraceTopicName, 1)
+        self._system(f"{cfg.brokerClusterName}_REPLY_TOPIC", 1)
+
+    def load(self) -> None:
+        data = self.file.load()
+        if not data:
+            return
+        for name, raw in (data.get("topicConfigTable") or {}).items():
+            self.table[name] = TopicConfig.from_json(raw)
+        version = data.get("dataVersion") or {}
+        self.data_version = DataVersion(int(version.get("counter", 0)), int(version.get("timestamp", 0)) or None)
+
+    def to_json(self) -> dict:
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
+        }
+
+    def persist(self):
+        return self.file.save(self.to_json())
+
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def put(self, tc: TopicConfig) -> None:
+        """Add or replace a topic (admin), bump the data version and persist."""
+        self.table[tc.topicName] = tc
+        self.data_version.next()
+        self.persist()
+
+    def delete(self, topic: str) -> bool:
+        if self.table.pop(topic, None) is None:
+            return False
+        self.data_version.next()
+        self.persist()
+        return True
+
+    def create_in_send(self, topic: str, default_topic: str, client_queue_nums: int, sys_flag: int) -> TopicConfig | None:
+        """Auto-create ``topic`` from its default topic, as a send to a new topic does."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing
+        if not self.config.autoCreateTopicEnable:
+            return None
+        template = self.table.get(default_topic)
+        if template is None or not template.perm & PERM_INHERIT:
+            return None
+        queues = max(1, min(client_queue_nums, template.writeQueueNums))
+        tc = TopicConfig(topic, queues, queues, template.perm & ~PERM_INHERIT, topicSysFlag=sys_flag)
+        self.put(tc)
+        return tc
+
+    def create_system_topic(self, topic: str, queues: int, perm: int, sys_flag: int = 0) -> tuple[TopicConfig, bool]:
+        """Find or create a broker-made topic (retry, DLQ, half topics); True when new."""
+        existing = self.table.get(topic)
+        if existing is not None:
+            return existing, False
+        tc = TopicConfig(topic, queues, queues, perm, topicSysFlag=sys_flag)
+        self.put(tc)
+        return tc, True

@@ -1,0 +1,40 @@
+"""Message properties as RocketMQ strings them: ``name\\x01value\\x02name\\x01value``."""
+
+from __future__ import annotations
+
+from rmqtx.common.javacompat import hashmap_order
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+PROPERTY_TAGS = "TAGS"
+PROPERTY_KEYS = "KEYS"
+PROPERTY_WAIT = "WAIT"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+PROPERTY_CLUSTER = "CLUSTER"
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QUEUE_ID = "REAL_QID"
+PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+
+
+def parse_properties(text: str | None) -> dict[str, str]:
+    """Properties string to a dict; accepts a trailing separator (non-Java clients add one)."""
+    props: dict[str, str] = {}
+    if not text:
+        return props
+    for item in text.split(PROPERTY_SEPARATOR):
+        if not item:
+            continue
+        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+        if sep:
+            props[name] = value
+    return props
+
+
+def properties_to_string(props: dict[str, str]) -> str:
+    """The string Java 4.9 stores: HashMap order (as inserted here), no trailing separator."""
+    return PROPERTY_SEPARATOR.join(
+        f"{name}{NAME_VALUE_SEPARATOR}{props[name]}" for name in hashmap_order(tuple(props))
+    )

@@ -1,0 +1,97 @@
+"""``twistd`` entry points: options and service makers for rmqnamesrv, rmqbroker, rmqstandalone."""
+
+from __future__ import annotations
+
+import os
+
+from twisted.application import service
+from twisted.python import usage
+
+from rmqtx.common.properties import load_properties
+
+
+class NamesrvOptions(usage.Options):
+    synopsis = "[-c namesrv.conf] [-p PORT]"
+    longdesc = "Run an Apache RocketMQ compatible NameServer."
+    optParameters = [
+        ["config", "c", None, "key=value file with RocketMQ's NameServer key names"],
+        ["listen-port", "p", None, "port to listen on (listenPort)", int],
+        ["listen-address", None, None, "address to bind (listenAddress)"],
+        ["kv-config-path", None, None, "where kvConfig.json lives (kvConfigPath)"],
+    ]
+
+    def properties(self) -> dict[str, str]:
+        props = load_properties(self["config"]) if self["config"] else {}
+        for option, key in (("listen-port", "listenPort"), ("listen-address", "listenAddress"), ("kv-config-path", "kvConfigPath")):
+            if self[option] is not None:
+                props[key] = str(self[option])
+        return props
+
+
+class BrokerOptions(usage.Options):
+    synopsis = "[-c broker.conf] [-n NAMESRV_ADDR]"
+    longdesc = "Run an Apache RocketMQ compatible Broker."
+    optParameters = [
+        ["config", "c", None, "broker.conf: key=value with RocketMQ's Broker key names"],
+        ["namesrv-addr", "n", None, "NameServer addresses, host:port;host:port (default $NAMESRV_ADDR)"],
+        ["listen-port", "p", None, "port to listen on (listenPort)", int],
+        ["store", None, None, "store root directory (storePathRootDir)"],
+    ]
+
+    def properties(self) -> dict[str, str]:
+        props = load_properties(self["config"]) if self["config"] else {}
+        namesrv = self["namesrv-addr"] or props.get("namesrvAddr") or os.environ.get("NAMESRV_ADDR")
+        if namesrv:
+            props["namesrvAddr"] = namesrv
+        if self["listen-port"] is not None:
+            props["listenPort"] = str(self["listen-port"])
+        if self["store"]:
+            props["storePathRootDir"] = self["store"]
+        return props
+
+
+class StandaloneOptions(usage.Options):
+    synopsis = "[-c broker.conf] [--namesrv-port 9876] [--port 10911] [--store ./store]"
+    longdesc = "Run a NameServer and a Broker in one process (the embedded default)."
+    optParameters = [
+        ["config", "c", None, "broker.conf with RocketMQ's Broker key names"],
+        ["namesrv-config", None, None, "namesrv.conf with RocketMQ's NameServer key names"],
+        ["namesrv-port", None, 9876, "NameServer port", int],
+        ["port", "p", None, "Broker port (listenPort, default 10911)", int],
+        ["bind", None, "127.0.0.1", "address both servers bind and the broker advertises"],
+        ["store", None, "./store", "store root directory (storePathRootDir)"],
+    ]
+
+
+def make_namesrv(props: dict[str, str]) -> service.Service:
+    from rmqtx.namesrv.config import NamesrvConfig
+    from rmqtx.namesrv.service import NamesrvService
+
+    return NamesrvService(NamesrvConfig.from_properties(props))
+
+
+def make_broker(props: dict[str, str]) -> service.Service:
+    from rmqtx.broker.config import BrokerConfig
+    from rmqtx.broker.service import BrokerService
+
+    return BrokerService(BrokerConfig.from_properties(props))
+
+
+def make_standalone(options: StandaloneOptions) -> service.MultiService:
+    """NameServer first, then the broker pointed at it; both in one MultiService."""
+    top = service.MultiService()
+    bind = options["bind"]
+    namesrv_props = load_properties(options["namesrv-config"]) if options["namesrv-config"] else {}
+    namesrv_props.setdefault("listenAddress", bind)
+    namesrv_props["listenPort"] = str(options["namesrv-port"])
+    namesrv_props.setdefault("kvConfigPath", os.path.join(options["store"], "namesrv", "kvConfig.json"))
+    make_namesrv(namesrv_props).setServiceParent(top)
+    broker_props = load_properties(options["config"]) if options["config"] else {}
+    broker_props.setdefault("listenAddress", bind)
+    broker_props.setdefault("brokerIP1", bind if bind != "0.0.0.0" else "127.0.0.1")
+    broker_props.setdefault("storePathRootDir", options["store"])
+    if options["port"] is not None:
+        broker_props["listenPort"] = str(options["port"])
+    broker_props["namesrvAddr"] = f"{'127.0.0.1' if bind == '0.0.0.0' else bind}:{options['namesrv-port']}"
+    make_broker(broker_props).setServiceParent(top)
+    return top
