@@ -1,0 +1,124 @@
+"""NamesrvConfig: the NameServer's settings under RocketMQ's property names."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from twisted.logger import Logger
+
+log = Logger(namespace="rmqtx.namesrv.config")
+
+#: Keys UPDATE_NAMESRV_CONFIG may change at run time (when enabled at all). Nothing that names a
+#: file, a path, a command or the listener may be changed remotely (CVE-2023-37582).
+UPDATABLE_KEYS = frozenset({"orderMessageEnable", "clusterTest", "productEnvName"})
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() == "true"
+
+
+@dataclass
+class NamesrvConfig:
+    """Settings of one NameServer; field names are RocketMQ's property keys."""
+
+    listenAddress: str = "0.0.0.0"
+    listenPort: int = 9876
+    rocketmqHome: str | None = field(default_factory=lambda: os.environ.get("ROCKETMQ_HOME"))
+    kvConfigPath: str = field(default_factory=lambda: os.path.join(os.path.expanduser("~"), "namesrv", "kvConfig.json"))
+    productEnvName: str = "center"
+    clusterTest: bool = False
+    orderMessageEnable: bool = False
+    #: How often the liveness scan runs (Java 4.9: every 10 s).
+    scanNotActiveBrokerInterval: int = 10_000
+    #: A broker silent for longer than this is dropped (Java: 2 minutes).
+    brokerChannelExpiredTime: int = 120_000
+    #: Connections silent this long are closed (Java's serverChannelMaxIdleTimeSeconds).
+    serverChannelMaxIdleTimeSeconds: int = 120
+    #: UPDATE_NAMESRV_CONFIG is refused unless the operator turns this on.
+    enableUpdateNamesrvConfig: bool = False
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "NamesrvConfig":
+        """Build from ``key=value`` properties; unknown keys are logged and ignored."""
+        config = cls()
+        config.apply(props, log_unknown=True)
+        return config
+
+    def apply(self, props: dict[str, str], log_unknown: bool = False) -> list[str]:
+        """Set the known keys of ``props``; returns the keys that were not known."""
+        types = {f.name: f.type for f in dataclasses.fields(self)}
+        unknown = []
+        for key, raw in props.items():
+            kind = types.get(key)
+            if kind is None:
+                unknown.append(key)
+                if log_unknown:
+                    log.warn("unknown name server property {key} ignored", key=key)
+                continue
+            setattr(self, key, _convert(str(kind), raw, key))
+        return unknown
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting as Java would print it (booleans lower case, null as empty)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value: Any = getattr(self, f.name)
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            out[f.name] = "" if value is None else str(value)
+        return out
+
+    def format_properties(self) -> str:
+        """GET_NAMESRV_CONFIG body: ``key=value`` lines."""
+        return "".join(f"{k}={v}\n" for k, v in sorted(self.to_properties().items()))
+
+
+def _convert(kind: str, raw: str, key: str) -> Any:
+    raw = raw.strip()
+    if kind.startswith("bool"):
+        return _parse_bool(raw)
+    if kind.startswith("int"):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ValueError(f"property {key}: not an integer: {raw!r}") from None
+    return raw
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text (``=``, ``:`` or blank separators, ``#``/``!`` comments).
+
+    Enough of ``Properties.load`` for configuration files and UPDATE_NAMESRV_CONFIG bodies;
+    line continuations are joined, ``\\`` escapes of separators are honoured.
+    """
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while line.endswith("\\") and not line.endswith("\\\\") and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        key_chars = []
+        j = 0
+        while j < len(line):
+            ch = line[j]
+            if ch == "\\" and j + 1 < len(line):
+                key_chars.append(line[j + 1])
+                j += 2
+                continue
+            if ch in "=: \t\f":
+                break
+            key_chars.append(ch)
+            j += 1
+        rest = line[j:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        out["".join(key_chars)] = rest.replace("\\\\", "\x00").replace("\\", "").replace("\x00", "\\")
+    return out
