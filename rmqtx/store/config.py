@@ -1,0 +1,112 @@
+"""Store configuration with RocketMQ's key names and defaults."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+
+CQ_UNIT_SIZE = 20
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+# Older RocketMQ spellings still found in broker.conf files.
+_ALIASES = {
+    "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
+    "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
+}
+
+
+def _snake(camel: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(p.capitalize() for p in rest)
+
+
+@dataclass
+class StoreConfig:
+    """MessageStoreConfig subset; field names are RocketMQ's keys in snake case."""
+
+    store_path_root_dir: str = os.path.join(os.path.expanduser("~"), "store")
+    store_path_commit_log: str | None = None
+    mapped_file_size_commit_log: int = 1024**3
+    mapped_file_size_consume_queue: int = 300000 * CQ_UNIT_SIZE
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    flush_disk_type: str = "ASYNC_FLUSH"
+    flush_interval_commit_log: int = 500
+    flush_interval_consume_queue: int = 1000
+    sync_flush_timeout: int = 5000
+    max_message_size: int = 4 * 1024 * 1024
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    clean_resource_interval: int = 10000
+    message_index_enable: bool = True
+    max_msgs_num_batch: int = 64
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 64 * 1024
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    check_crc_on_recover: bool = True
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    extra: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        # Java rounds the consume queue file size up to whole 20-byte units.
+        units = -(-self.mapped_file_size_consume_queue // CQ_UNIT_SIZE)
+        self.mapped_file_size_consume_queue = units * CQ_UNIT_SIZE
+
+    @property
+    def commit_log_dir(self) -> str:
+        return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type.upper() == "SYNC_FLUSH"
+
+    @property
+    def index_file_size(self) -> int:
+        return 40 + self.max_hash_slot_num * 4 + self.max_index_num * 20
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "StoreConfig":
+        """Build from broker.conf-style keys; unknown keys are kept in `extra` and ignored."""
+        types = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "extra"}
+        kwargs: dict[str, object] = {}
+        extra: dict[str, str] = {}
+        for key, raw in props.items():
+            name = _ALIASES.get(key.strip(), _snake(key.strip()))
+            value = str(raw).strip()
+            if name not in types:
+                extra[key] = value
+                continue
+            kind = types[name]
+            if kind in ("int", int):
+                kwargs[name] = int(value)
+            elif kind in ("bool", bool):
+                kwargs[name] = value.lower() == "true"
+            else:
+                kwargs[name] = value or None if name == "store_path_commit_log" else value
+        return cls(extra=extra, **kwargs)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        """RocketMQ key names to string values (for getBrokerConfig-style answers)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            v = getattr(self, f.name)
+            out[_camel(f.name)] = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+        return out

@@ -1,0 +1,230 @@
+"""Consume queues: per topic and queue, 20-byte units pointing into the commit log."""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from concurrent.futures import Executor
+
+from .mapped_file import MappedFile, MappedFileQueue
+
+log = logging.getLogger(__name__)
+
+UNIT = struct.Struct(">qiq")  # commit log offset, size, tag hash code
+UNIT_SIZE = 20
+_PRE_BLANK = UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+class ConsumeQueue:
+    """One topic/queue's index of commit log positions, numbered by consume queue offset."""
+
+    def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
+                 allocator: Executor | None = None) -> None:
+        self.topic = topic
+        self.queue_id = queue_id
+        self.file_size = file_size
+        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator)
+        self.max_physic_offset = -1  # end (offset + size) of the last record indexed
+        self.min_logic_offset = 0
+        self._prealloc_mark = file_size // 2
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def load(self) -> None:
+        self.queue.load()
+
+    def recover(self) -> None:
+        """Find the end of valid units in the last files (units must have offset >= 0, size > 0)."""
+        files = self.queue.files
+        if not files:
+            return
+        start = max(0, len(files) - 3)
+        end = files[start].from_offset
+        for mf in files[start:]:
+            pos = 0
+            while pos < self.file_size:
+                off, size, _ = UNIT.unpack_from(mf.mm, pos)
+                if off < 0 or size <= 0:
+                    break
+                self.max_physic_offset = off + size
+                pos += UNIT_SIZE
+            end = mf.from_offset + pos
+            if pos < self.file_size:
+                break
+        self.queue.truncate_dirty(end)
+        last = self.queue.last
+        if last is not None:
+            self._zero_garbage(last, last.wrote)
+        self.queue.flushed_where = self.queue.max_offset
+
+    def _zero_garbage(self, mf: MappedFile, pos: int) -> None:
+        """Clear units past the end that a crash may have half written."""
+        mm = mf.mm
+        zero = bytes(UNIT_SIZE)
+        while pos < self.file_size and mm[pos:pos + UNIT_SIZE] != zero:
+            mm[pos:pos + UNIT_SIZE] = zero
+            pos += UNIT_SIZE
+
+    def close(self) -> None:
+        self.queue.close()
+
+    def destroy(self) -> None:
+        self.queue.destroy()
+        try:
+            os.rmdir(os.path.dirname(self.queue.directory))
+        except OSError:
+            pass
+
+    # ---- write ----------------------------------------------------------------------------
+
+    @property
+    def needs_file(self) -> bool:
+        """True when the next unit needs a new file."""
+        last = self.queue.files[-1] if self.queue.files else None
+        return last is None or last.wrote >= self.file_size
+
+    def ensure_room(self, cq_offset: int) -> None:
+        """Make sure the unit for cq_offset can be written (raises OSError if no file can be made)."""
+        last = self.queue.last
+        if last is None or last.wrote >= self.file_size:
+            self._new_file(cq_offset)
+
+    def _new_file(self, cq_offset: int) -> MappedFile:
+        expect = cq_offset * UNIT_SIZE
+        first = not self.queue.files
+        mf = self.queue.last_for_write(expect)
+        if first and cq_offset != 0 and mf.wrote == 0:
+            # A queue whose history is gone starts mid-file: pad up to the expected unit.
+            pad = expect - mf.from_offset
+            mf.mm[0:pad] = _PRE_BLANK * (pad // UNIT_SIZE)
+            mf.wrote = pad
+            self.min_logic_offset = expect
+            self.queue.flushed_where = mf.from_offset
+        return mf
+
+    def put(self, phys_offset: int, size: int, tags_code: int, cq_offset: int) -> None:
+        """Append the unit for cq_offset unless it is already there."""
+        if phys_offset + size <= self.max_physic_offset:
+            return
+        mf = self.queue.last
+        if mf is None or mf.wrote >= self.file_size:
+            mf = self._new_file(cq_offset)
+        cur = mf.from_offset + mf.wrote
+        expect = cq_offset * UNIT_SIZE
+        if expect != cur:
+            if expect < cur:
+                return
+            log.warning("consume queue %s/%d: unit %d written at %d", self.topic, self.queue_id,
+                        cq_offset, cur // UNIT_SIZE)
+        UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
+        mf.wrote += UNIT_SIZE
+        self.max_physic_offset = phys_offset + size
+        if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
+            self.queue.prepare_next()
+
+    # ---- read -----------------------------------------------------------------------------
+
+    @property
+    def max_offset(self) -> int:
+        return self.queue.max_offset // UNIT_SIZE
+
+    @property
+    def min_offset(self) -> int:
+        return self.min_logic_offset // UNIT_SIZE
+
+    def read_units(self, cq_offset: int, max_bytes: int) -> bytes | None:
+        """Units from cq_offset to the end of its file (at most max_bytes), or None if absent."""
+        offset = cq_offset * UNIT_SIZE
+        if offset < self.min_logic_offset:
+            return None
+        mf = self.queue.find(offset)
+        if mf is None:
+            return None
+        pos = offset - mf.from_offset
+        if pos >= mf.wrote:
+            return None
+        return mf.mm[pos:min(mf.wrote, pos + max_bytes)]
+
+    def unit_at(self, cq_offset: int) -> tuple[int, int, int] | None:
+        raw = self.read_units(cq_offset, UNIT_SIZE)
+        return UNIT.unpack(raw) if raw else None
+
+    def roll_next_file(self, cq_offset: int) -> int:
+        per_file = self.file_size // UNIT_SIZE
+        return cq_offset + per_file - cq_offset % per_file
+
+    def _first_unit_at_or_after(self, mf: MappedFile, phys: int) -> int:
+        """Byte position in mf of the first unit pointing at or after phys (units are ordered)."""
+        lo, hi = 0, mf.wrote // UNIT_SIZE
+        mm = mf.mm
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if UNIT.unpack_from(mm, mid * UNIT_SIZE)[0] < phys:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo * UNIT_SIZE
+
+    # ---- maintenance ------------------------------------------------------------------------
+
+    def truncate_dirty(self, phys_end: int) -> None:
+        """Drop units pointing at or past phys_end (the commit log was cut there)."""
+        while self.queue.files:
+            mf = self.queue.files[-1]
+            pos = self._first_unit_at_or_after(mf, phys_end)
+            if pos == 0 and mf.wrote > 0 and len(self.queue.files) > 1:
+                self.queue.files.pop().destroy()
+                continue
+            if pos < mf.wrote:
+                mf.mm[pos:mf.wrote] = bytes(mf.wrote - pos)
+                mf.wrote = pos
+                self.queue.flushed_where = min(self.queue.flushed_where, mf.from_offset + pos)
+            break
+        self.max_physic_offset = -1
+        last = self.queue.last
+        if last is not None and last.wrote:
+            off, size, _ = UNIT.unpack_from(last.mm, last.wrote - UNIT_SIZE)
+            self.max_physic_offset = off + size
+
+    def correct_min_offset(self, min_phys: int) -> None:
+        """Move the first readable unit past units whose records were deleted."""
+        first = self.queue.first
+        if first is None:
+            return
+        self.min_logic_offset = max(self.min_logic_offset, first.from_offset)
+        pos = self._first_unit_at_or_after(first, min_phys)
+        self.min_logic_offset = max(self.min_logic_offset, first.from_offset + pos)
+
+    def delete_expired(self, min_phys: int) -> int:
+        """Delete whole files whose last unit points below min_phys; never the last file."""
+        count = 0
+        files = self.queue.files
+        while len(files) - count > 1:
+            mf = files[count]
+            off, _, _ = UNIT.unpack_from(mf.mm, self.file_size - UNIT_SIZE)
+            if off >= min_phys:
+                break
+            count += 1
+        if count:
+            self.queue.remove_first(count)
+        self.correct_min_offset(min_phys)
+        return count
+
+
+def load_consume_queues(root_dir: str, file_size: int,
+                        allocator: Executor | None = None) -> dict[tuple[str, int], ConsumeQueue]:
+    """Every consumequeue/{topic}/{queueId} directory found on disk."""
+    table: dict[tuple[str, int], ConsumeQueue] = {}
+    if not os.path.isdir(root_dir):
+        return table
+    for topic in sorted(os.listdir(root_dir)):
+        tdir = os.path.join(root_dir, topic)
+        if not os.path.isdir(tdir):
+            continue
+        for qid in sorted(os.listdir(tdir)):
+            if not qid.isdigit():
+                continue
+            cq = ConsumeQueue(topic, int(qid), root_dir, file_size, allocator)
+            cq.load()
+            table[(topic, int(qid))] = cq
+    return table

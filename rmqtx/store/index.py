@@ -1,0 +1,306 @@
+"""Index files: hash slots chaining 20-byte entries, for lookup by message key and time."""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import struct
+import time
+from concurrent.futures import Executor, Future
+from typing import Callable
+
+from . import record as R
+from .mapped_file import MappedFile, StoreError, remove_leftovers
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct(">qqqqii")  # beginTs, endTs, beginPhy, endPhy, hashSlotCount, indexCount
+ENTRY = struct.Struct(">iqii")  # keyHash, phyOffset, timeDiff (s), prevIndex
+SLOT = struct.Struct(">i")
+HEADER_SIZE = 40
+_NAME = re.compile(r"^\d{17}$")
+_INT_MAX = 0x7FFFFFFF
+
+
+def index_file_name(ms: float) -> str:
+    """yyyyMMddHHmmssSSS in local time, as Java names index files."""
+    secs = int(ms // 1000)
+    return time.strftime("%Y%m%d%H%M%S", time.localtime(secs)) + f"{int(ms) % 1000:03d}"
+
+
+class IndexFile:
+    """One index file; the header is kept in attributes and written through after each record."""
+
+    def __init__(self, mf: MappedFile, slot_num: int, index_num: int) -> None:
+        self.mf = mf
+        self.mm = mf.mm
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.entries_pos = HEADER_SIZE + slot_num * 4
+        (self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
+         self.slot_count, self.index_count) = HEADER.unpack_from(self.mm, 0)
+        if self.index_count <= 0:
+            self.index_count = 1  # entry 0 is never used
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.mf.path)
+
+    @property
+    def is_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def inherit(self, end_phy: int, end_ts: int) -> None:
+        """A new file starts where the previous one ended."""
+        if end_phy > 0:
+            self.begin_phy = self.end_phy = end_phy
+        if end_ts > 0:
+            self.begin_ts = self.end_ts = end_ts
+        self.write_header()
+
+    def write_header(self) -> None:
+        HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy,
+                         self.slot_count, self.index_count)
+
+    def put_key(self, key_hash: int, phy: int, store_ts: int) -> bool:
+        """Add one entry at the head of its slot's chain; False when the file is full."""
+        count = self.index_count
+        if count >= self.index_num:
+            return False
+        mm = self.mm
+        slot_pos = HEADER_SIZE + (key_hash % self.slot_num) * 4
+        prev = SLOT.unpack_from(mm, slot_pos)[0]
+        if prev <= 0 or prev > count:
+            prev = 0
+        if self.begin_ts <= 0:
+            diff = 0
+        else:
+            diff = (store_ts - self.begin_ts) // 1000
+            diff = _INT_MAX if diff > _INT_MAX else 0 if diff < 0 else diff
+        ENTRY.pack_into(mm, self.entries_pos + count * 20, key_hash, phy, diff, prev)
+        SLOT.pack_into(mm, slot_pos, count)
+        if count <= 1:
+            self.begin_phy = phy
+            self.begin_ts = store_ts
+        if prev == 0:
+            self.slot_count += 1
+        self.index_count = count + 1
+        self.end_phy = phy
+        self.end_ts = store_ts
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        return ((begin < self.begin_ts and end > self.end_ts)
+                or self.begin_ts <= begin <= self.end_ts
+                or self.begin_ts <= end <= self.end_ts)
+
+    def select(self, key_hash: int, max_num: int, begin: int, end: int, out: list[int]) -> None:
+        """Append physical offsets of entries with this hash stored within [begin, end]."""
+        count = self.index_count
+        if count <= 1:
+            return
+        mm = self.mm
+        nxt = SLOT.unpack_from(mm, HEADER_SIZE + (key_hash % self.slot_num) * 4)[0]
+        if nxt <= 0 or nxt > count:
+            return
+        while len(out) < max_num:
+            khr, phy, diff, prev = ENTRY.unpack_from(mm, self.entries_pos + nxt * 20)
+            if diff < 0:
+                break
+            t = self.begin_ts + diff * 1000
+            if khr == key_hash and begin <= t <= end:
+                out.append(phy)
+            if prev <= 0 or prev > count or prev == nxt or t < begin:
+                break
+            nxt = prev
+
+    def _unlink_entry(self, i: int) -> bool:
+        """Undo entry i (the newest of its slot); True if its slot became empty."""
+        pos = self.entries_pos + i * 20
+        key_hash, _, _, prev = ENTRY.unpack_from(self.mm, pos)
+        slot_pos = HEADER_SIZE + (key_hash % self.slot_num) * 4
+        if SLOT.unpack_from(self.mm, slot_pos)[0] == i:
+            SLOT.pack_into(self.mm, slot_pos, prev)
+        self.mm[pos:pos + 20] = bytes(20)
+        return prev <= 0
+
+    def repair(self) -> None:
+        """Undo entries written past the header's count (a crash between entry and header)."""
+        i = self.index_count
+        stray = []
+        while i < self.index_num:
+            if self.mm[self.entries_pos + i * 20:self.entries_pos + i * 20 + 20] == bytes(20):
+                break
+            stray.append(i)
+            i += 1
+        for i in reversed(stray):
+            self._unlink_entry(i)
+
+    def rollback(self, phys_end: int) -> None:
+        """Remove the newest entries pointing at or past phys_end, restoring their slots."""
+        while self.index_count > 1:
+            i = self.index_count - 1
+            _, phy, _, _ = ENTRY.unpack_from(self.mm, self.entries_pos + i * 20)
+            if phy < phys_end:
+                break
+            if self._unlink_entry(i):
+                self.slot_count -= 1
+            self.index_count = i
+        if self.index_count > 1:
+            _, phy, diff, _ = ENTRY.unpack_from(self.mm, self.entries_pos + (self.index_count - 1) * 20)
+            self.end_phy = phy
+            self.end_ts = self.begin_ts + diff * 1000
+        self.write_header()
+
+
+class IndexService:
+    """The index files of a store, oldest first; builds entries for each dispatched record."""
+
+    def __init__(self, directory: str, slot_num: int, index_num: int, max_batch: int,
+                 allocator: Executor | None, clock: Callable[[], float]) -> None:
+        self.directory = directory
+        self.slot_num = slot_num
+        self.index_num = index_num
+        self.file_size = HEADER_SIZE + slot_num * 4 + index_num * 20
+        self.max_batch = max_batch
+        self.allocator = allocator
+        self.clock = clock
+        self.files: list[IndexFile] = []
+        self.dirty: set[IndexFile] = set()
+        self._spare: Future | None = None
+
+    def load(self) -> None:
+        if not os.path.isdir(self.directory):
+            return
+        remove_leftovers(self.directory)
+        for name in sorted(n for n in os.listdir(self.directory) if _NAME.match(n)):
+            try:
+                mf = MappedFile.open(os.path.join(self.directory, name), self.file_size)
+            except StoreError:
+                raise StoreError(f"index file {name} does not match maxHashSlotNum/maxIndexNum")
+            self.files.append(IndexFile(mf, self.slot_num, self.index_num))
+        if self.files:
+            self.files[-1].repair()
+
+    @property
+    def end_phy_offset(self) -> int:
+        return self.files[-1].end_phy if self.files else 0
+
+    def _new_path(self) -> str:
+        name = index_file_name(self.clock() * 1000)
+        last = self.files[-1].name if self.files else ""
+        if name <= last:
+            name = f"{int(last) + 1:017d}"
+        return os.path.join(self.directory, name)
+
+    def _prepare_spare(self) -> None:
+        if self.allocator is None or self._spare is not None:
+            return
+        os.makedirs(self.directory, exist_ok=True)
+        self._spare = self.allocator.submit(MappedFile.create, self._new_path(), self.file_size)
+
+    def _roll(self) -> IndexFile:
+        mf = None
+        if self._spare is not None:
+            fut, self._spare = self._spare, None
+            try:
+                mf = fut.result()
+            except OSError as e:
+                log.warning("pre-allocating an index file failed: %s", e)
+        if mf is None:
+            os.makedirs(self.directory, exist_ok=True)
+            mf = MappedFile.create(self._new_path(), self.file_size)
+        f = IndexFile(mf, self.slot_num, self.index_num)
+        if self.files:
+            prev = self.files[-1]
+            prev.write_header()
+            self.dirty.add(prev)
+            f.inherit(prev.end_phy, prev.end_ts)
+        self.files.append(f)
+        return f
+
+    def _writable(self) -> IndexFile:
+        f = self.files[-1] if self.files else None
+        if f is None or f.is_full:
+            f = self._roll()
+        elif self._spare is None and f.index_count * 2 > self.index_num:
+            self._prepare_spare()
+        return f
+
+    def build(self, topic: str, phy: int, store_ts: int, sys_flag: int, uniq_key: str | None,
+              keys: str | None) -> None:
+        """Index one record under topic#UNIQ_KEY and topic#KEY (raises OSError if no file can be made)."""
+        if (sys_flag & R.TRANSACTION_MASK) == R.TRANSACTION_ROLLBACK:
+            return
+        f = self._writable()
+        if phy < f.end_phy:
+            return
+        prefix = topic + "#"
+        if uniq_key:
+            f = self._put(f, R.index_key_hash2(prefix, uniq_key), phy, store_ts)
+        if keys:
+            for k in keys.split(" "):
+                if k:
+                    f = self._put(f, R.index_key_hash2(prefix, k), phy, store_ts)
+        f.write_header()
+        self.dirty.add(f)
+
+    def _put(self, f: IndexFile, h: int, phy: int, store_ts: int) -> IndexFile:
+        while not f.put_key(h, phy, store_ts):
+            f = self._roll()
+        return f
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
+        """(physical offsets, last update timestamp, last update offset), newest files first."""
+        max_num = min(max_num, self.max_batch)
+        out: list[int] = []
+        if not self.files:
+            return out, 0, 0
+        last = self.files[-1]
+        h = R.index_key_hash(f"{topic}#{key}")
+        for f in reversed(self.files):
+            if f.is_time_matched(begin, end):
+                f.select(h, max_num, begin, end, out)
+            if f.begin_ts < begin or len(out) >= max_num:
+                break
+        return out, last.end_ts, last.end_phy
+
+    def truncate(self, phys_end: int) -> None:
+        """Drop entries for records at or past phys_end (cut from the commit log)."""
+        while self.files:
+            f = self.files[-1]
+            if f.index_count > 1 and f.begin_phy >= phys_end and len(self.files) > 1:
+                self.files.pop().mf.destroy()
+                self.dirty.discard(f)
+                continue
+            if f.end_phy >= phys_end:
+                f.rollback(phys_end)
+                self.dirty.add(f)
+            break
+
+    def delete_expired(self, min_phys: int) -> int:
+        """Delete files (never the last) whose entries all point below min_phys."""
+        count = 0
+        while len(self.files) > 1 and self.files[0].end_phy < min_phys:
+            f = self.files.pop(0)
+            self.dirty.discard(f)
+            f.mf.destroy()
+            count += 1
+        return count
+
+    def take_dirty(self) -> list[MappedFile]:
+        """Files to sync now; their headers are current."""
+        out = [f.mf for f in self.dirty]
+        self.dirty.clear()
+        return out
+
+    def close(self) -> None:
+        if self._spare is not None:
+            fut, self._spare = self._spare, None
+            try:
+                fut.result().destroy()
+            except OSError:
+                pass
+        for f in self.files:
+            f.write_header()
+            f.mf.close()

@@ -1,0 +1,272 @@
+"""Fixed-size memory-mapped files named by their 20-digit start offset, and their queue."""
+from __future__ import annotations
+
+import errno
+import logging
+import mmap
+import os
+import re
+import threading
+from concurrent.futures import Executor, Future
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^\d{20}$")
+TMP_SUFFIX = ".creating"
+
+
+def remove_leftovers(directory: str) -> None:
+    """Delete files a crash left half-created."""
+    if os.path.isdir(directory):
+        for name in os.listdir(directory):
+            if name.startswith(".") and name.endswith(TMP_SUFFIX):
+                os.unlink(os.path.join(directory, name))
+
+
+class StoreError(Exception):
+    """A store directory that cannot be opened as it is."""
+
+
+def file_name(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+class MappedFile:
+    """One pre-allocated file mapped read-write; positions are kept by the owner thread."""
+
+    __slots__ = ("path", "file_size", "from_offset", "fd", "mm", "wrote", "_lock", "closed")
+
+    def __init__(self, path: str, file_size: int, from_offset: int, fd: int, mm: mmap.mmap) -> None:
+        self.path = path
+        self.file_size = file_size
+        self.from_offset = from_offset
+        self.fd = fd
+        self.mm = mm
+        self.wrote = 0
+        self._lock = threading.Lock()
+        self.closed = False
+
+    @classmethod
+    def create(cls, path: str, file_size: int, from_offset: int = 0) -> "MappedFile":
+        """Create and reserve the blocks (so a full disk fails here, not as SIGBUS later).
+
+        The file is built under a temporary name and renamed, so a crash never leaves a short file.
+        """
+        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}{TMP_SUFFIX}")
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            try:
+                os.posix_fallocate(fd, 0, file_size)
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+                os.ftruncate(fd, file_size)
+            mm = mmap.mmap(fd, file_size)
+            os.rename(tmp, path)
+        except BaseException:
+            os.close(fd)
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return cls(path, file_size, from_offset, fd, mm)
+
+    @classmethod
+    def open(cls, path: str, file_size: int, from_offset: int = 0) -> "MappedFile":
+        """Map an existing file, which must have exactly the configured size."""
+        actual = os.path.getsize(path)
+        if actual != file_size:
+            raise StoreError(f"{path}: size {actual} differs from the configured {file_size}")
+        fd = os.open(path, os.O_RDWR)
+        try:
+            mm = mmap.mmap(fd, file_size)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, file_size, from_offset, fd, mm)
+
+    @property
+    def end_offset(self) -> int:
+        return self.from_offset + self.file_size
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote >= self.file_size
+
+    def sync(self) -> None:
+        """fdatasync the file (also writes back pages dirtied through the mapping); thread-safe."""
+        with self._lock:
+            if not self.closed:
+                os.fdatasync(self.fd)
+
+    def mtime(self) -> float:
+        return os.fstat(self.fd).st_mtime
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            self.mm.close()
+            os.close(self.fd)
+
+    def destroy(self) -> None:
+        self.close()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+class MappedFileQueue:
+    """The files of one directory in offset order; the next file can be made ahead in a thread."""
+
+    def __init__(self, directory: str, file_size: int, allocator: Executor | None = None) -> None:
+        self.directory = directory
+        self.file_size = file_size
+        self.allocator = allocator
+        self.files: list[MappedFile] = []
+        self._next: tuple[int, Future] | None = None
+        self.flushed_where = 0
+
+    def load(self) -> None:
+        if not os.path.isdir(self.directory):
+            return
+        remove_leftovers(self.directory)
+        names = sorted(n for n in os.listdir(self.directory) if _NAME.match(n))
+        for name in names:
+            mf = MappedFile.open(os.path.join(self.directory, name), self.file_size, int(name))
+            mf.wrote = self.file_size
+            self.files.append(mf)
+        self.flushed_where = self.max_offset
+
+    @property
+    def first(self) -> MappedFile | None:
+        return self.files[0] if self.files else None
+
+    @property
+    def last(self) -> MappedFile | None:
+        return self.files[-1] if self.files else None
+
+    @property
+    def min_offset(self) -> int:
+        return self.files[0].from_offset if self.files else -1
+
+    @property
+    def max_offset(self) -> int:
+        """End of written data (file start + write position of the last file)."""
+        last = self.files[-1] if self.files else None
+        return last.from_offset + last.wrote if last else 0
+
+    def find(self, offset: int) -> MappedFile | None:
+        """The file holding offset, or None."""
+        files = self.files
+        if not files:
+            return None
+        i = offset // self.file_size - files[0].from_offset // self.file_size
+        if 0 <= i < len(files):
+            mf = files[i]
+            if mf.from_offset <= offset < mf.end_offset:
+                return mf
+        for mf in files:
+            if mf.from_offset <= offset < mf.end_offset:
+                return mf
+        return None
+
+    def last_for_write(self, start_offset: int = 0) -> MappedFile:
+        """The last file if it has room, else a new one (raises OSError if it cannot be made)."""
+        last = self.files[-1] if self.files else None
+        if last is not None and last.wrote < self.file_size:
+            return last
+        offset = last.end_offset if last is not None else start_offset - start_offset % self.file_size
+        mf = self._take_prepared(offset)
+        if mf is None:
+            os.makedirs(self.directory, exist_ok=True)
+            mf = MappedFile.create(os.path.join(self.directory, file_name(offset)), self.file_size, offset)
+        self.files.append(mf)
+        return mf
+
+    def prepare_next(self) -> None:
+        """Start creating the file after the last one in the allocator thread."""
+        if self.allocator is None or self._next is not None or not self.files:
+            return
+        offset = self.files[-1].end_offset
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, file_name(offset))
+        self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset))
+
+    @property
+    def next_pending(self) -> bool:
+        return self._next is not None
+
+    def _take_prepared(self, offset: int) -> MappedFile | None:
+        if self._next is None:
+            return None
+        want, fut = self._next
+        self._next = None
+        try:
+            mf = fut.result()  # normally done long ago; waits only if a whole file filled first
+        except OSError as e:
+            log.warning("pre-allocating %s failed: %s", self.directory, e)
+            return None
+        if want == offset:
+            return mf
+        mf.destroy()
+        return None
+
+    def discard_prepared(self) -> None:
+        """Drop a pre-made file that was never used (it would look like a torn tail)."""
+        if self._next is None:
+            return
+        _, fut = self._next
+        self._next = None
+        try:
+            fut.result().destroy()
+        except OSError:
+            pass
+
+    def truncate_dirty(self, offset: int) -> None:
+        """Forget everything at or after offset: later files go, the holding file is cut."""
+        keep: list[MappedFile] = []
+        for mf in self.files:
+            if mf.end_offset <= offset:
+                keep.append(mf)
+            elif mf.from_offset <= offset:
+                pos = offset - mf.from_offset
+                mf.wrote = pos
+                keep.append(mf)
+            else:
+                mf.destroy()
+        self.files = keep
+        self.flushed_where = min(self.flushed_where, offset)
+
+    def remove_first(self, count: int) -> list[MappedFile]:
+        removed, self.files = self.files[:count], self.files[count:]
+        for mf in removed:
+            mf.destroy()
+        return removed
+
+    def dirty_files(self) -> list[MappedFile]:
+        """Files holding bytes between the flushed position and the write position."""
+        out = []
+        for mf in reversed(self.files):
+            if mf.end_offset <= self.flushed_where:
+                break
+            out.append(mf)
+        return out
+
+    def close(self) -> None:
+        self.discard_prepared()
+        for mf in self.files:
+            mf.close()
+
+    def destroy(self) -> None:
+        self.discard_prepared()
+        for mf in self.files:
+            mf.destroy()
+        self.files = []
+        try:
+            os.rmdir(self.directory)
+        except OSError:
+            pass

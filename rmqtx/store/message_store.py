@@ -1,0 +1,463 @@
+"""MessageStore: the facade the broker calls (Java's DefaultMessageStore, Twisted flavoured)."""
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from twisted.internet.defer import Deferred, succeed
+
+from . import record as R
+from .checkpoint import Checkpoint
+from .commitlog import Appended, CommitLog
+from .config import StoreConfig
+from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, load_consume_queues
+from .flush import FlushService
+from .index import IndexService
+from .mapped_file import StoreError
+from .recovery import recover
+from .results import (BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus)
+from .retention import RetentionService
+
+__all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "PutStatus", "PutResult",
+           "GetStatus", "GetResult", "StoreError", "StoreLockedError"]
+
+log = logging.getLogger(__name__)
+
+_NO_QUEUE = (R.TRANSACTION_PREPARED, R.TRANSACTION_ROLLBACK)
+_TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+class StoreLockedError(StoreError):
+    """Another store instance holds the directory's lock file."""
+
+
+def _props(s: str) -> dict[str, str]:
+    """Fast properties parse for dispatch (same results as record.parse_properties for sane input)."""
+    if not s:
+        return {}
+    out = {}
+    for item in s.split("\x02"):
+        k, sep, v = item.partition("\x01")
+        if sep and v and "\x01" not in v:
+            out[k] = v
+    return out
+
+
+class MessageStore:
+    """Commit log + consume queues + index under one root directory."""
+
+    def __init__(self, config: StoreConfig, clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.clock = clock
+        self.root = config.store_path_root_dir
+        self._allocator = ThreadPoolExecutor(1, thread_name_prefix="rmqtx-store-alloc")
+        self.commitlog = CommitLog(config, self._allocator)
+        self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
+                                  config.max_msgs_num_batch, self._allocator, clock)
+        self.checkpoint: Checkpoint | None = None
+        self.flush = FlushService(self)
+        self.retention = RetentionService(self)
+        self.dirty_cqs: set[ConsumeQueue] = set()
+        self.dispatched_ts = 0
+        self.disk_full = False
+        self._listeners: list[Callable[[str, int, int], None]] = []
+        self._delay_levels = R.parse_delay_levels(config.message_delay_level)
+        self._lock_fd: int | None = None
+        self._running = False
+        self._sync = config.sync_flush
+        self._index_enabled = config.message_index_enable
+
+    # ---- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.root, "abort")
+
+    def load(self) -> None:
+        """Lock the directory, recover what is on disk and mark the store as running (blocking)."""
+        os.makedirs(self.root, exist_ok=True)
+        self._acquire_lock()
+        try:
+            clean = not os.path.exists(self.abort_path)
+            self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
+            self.commitlog.queue.load()
+            self.consume_queues = load_consume_queues(self.config.consume_queue_dir,
+                                                      self.config.mapped_file_size_consume_queue, self._allocator)
+            if self._index_enabled:
+                self.index.load()
+            recover(self, clean)
+            with open(self.abort_path, "wb"):
+                pass
+        except BaseException:
+            self._release_lock()
+            raise
+        self._running = True
+
+    def _acquire_lock(self) -> None:
+        path = os.path.join(self.root, "lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # refuses a second store in this process too
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)  # what a Java broker checks
+        except OSError:
+            os.close(fd)
+            raise StoreLockedError(f"store directory {self.root} is locked by another running store "
+                                   f"(lock file {path})") from None
+        os.pwrite(fd, b"lock", 0)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def start(self, reactor=None) -> None:
+        """Start periodic flush and retention on the reactor."""
+        if reactor is None:
+            from twisted.internet import reactor  # type: ignore[no-redef]
+        self.flush.start(reactor)
+        self.retention.start(reactor)
+
+    def shutdown(self) -> None:
+        """Stop services, flush everything, write the checkpoint, remove abort, unlock."""
+        if not self._running:
+            return
+        self._running = False
+        self.retention.stop()
+        self.flush.stop()
+        self.flush.flush_all_now()
+        self.commitlog.queue.close()
+        for cq in self.consume_queues.values():
+            cq.close()
+        self.index.close()
+        self._allocator.shutdown(wait=True)
+        assert self.checkpoint is not None
+        self.checkpoint.close()
+        os.unlink(self.abort_path)
+        self._release_lock()
+
+    # ---- put ----------------------------------------------------------------------------------
+
+    def _refuse(self) -> PutResult | None:
+        if not self._running:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")
+        if self.disk_full:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full: message store is not writeable")
+        return None
+
+    def _cq(self, topic: str, queue_id: int) -> ConsumeQueue:
+        cq = self.consume_queues.get((topic, queue_id))
+        if cq is None:
+            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
+                              self.config.mapped_file_size_consume_queue, self._allocator)
+            self.consume_queues[(topic, queue_id)] = cq
+        return cq
+
+    def _prepare_queue(self, topic: str, queue_id: int, sys_flag: int) -> ConsumeQueue | None:
+        """The record's consume queue, with a file ready for its unit (a full disk fails here, before the write)."""
+        if (sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE or self.commitlog.topic_bytes(topic) is None:
+            return None
+        cq = self._cq(topic, queue_id)
+        cq.ensure_room(self.commitlog.topic_queue_table.get((topic, queue_id), 0))
+        return cq
+
+    def put_message(self, msg: MessageToStore) -> Deferred:
+        """Write and dispatch now; the Deferred fires at once (async flush) or after the group sync."""
+        res = self._refuse()
+        if res is None:
+            try:
+                cq = self.consume_queues.get((msg.topic, msg.queue_id))
+                if cq is None or cq.needs_file or (msg.sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE:
+                    cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
+                res, app = self.commitlog.put_message(msg, int(self.clock() * 1000))
+            except OSError as e:
+                log.error("put failed: %s", e)
+                return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
+            if app is not None:
+                self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code)
+                if self._listeners and cq is not None:
+                    self._notify(msg.topic, msg.queue_id, cq.max_offset)
+                if self._sync:
+                    return self._await_flush(res)
+        return succeed(res)
+
+    def put_messages(self, batch: BatchToStore) -> Deferred:
+        """Write a client batch as consecutive records; one result for all (comma-joined ids)."""
+        res = self._refuse()
+        if res is None:
+            try:
+                cq = self._prepare_queue(batch.topic, batch.queue_id, batch.sys_flag)
+                res, apps = self.commitlog.put_batch(batch, int(self.clock() * 1000))
+            except OSError as e:
+                log.error("batch put failed: %s", e)
+                return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
+            for app in apps:
+                self._dispatch(batch.topic, cq, res.store_timestamp, batch.sys_flag, app, None)
+            if apps:
+                if self._listeners and cq is not None:
+                    self._notify(batch.topic, batch.queue_id, cq.max_offset)
+                if self._sync:
+                    return self._await_flush(res)
+        return succeed(res)
+
+    def _await_flush(self, res: PutResult) -> Deferred:
+        def done(ok: bool) -> PutResult:
+            if not ok:
+                res.status = PutStatus.FLUSH_DISK_TIMEOUT
+            return res
+        return self.flush.wait_flushed(res.wrote_offset + res.wrote_bytes).addCallback(done)
+
+    # ---- dispatch -----------------------------------------------------------------------------
+
+    def tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
+        """The consume queue's tag field: String.hashCode of TAGS, or delivery time for delayed records."""
+        if topic == R.SCHEDULE_TOPIC:
+            level = props.get(R.PROP_DELAY)
+            if level and level.isdigit() and int(level) > 0:
+                lv = min(int(level), len(self._delay_levels))
+                return store_ts + self._delay_levels[lv - 1]
+        tags = props.get(R.PROP_TAGS)
+        return R.tags_hash(tags) if tags else 0
+
+    def _dispatch(self, topic: str, cq: ConsumeQueue | None, store_ts: int, sys_flag: int, app: Appended,
+                  tags_code: int | None) -> None:
+        """Build the consume queue unit (cq is None for records that get none) and index entries."""
+        props = _props(app.properties)
+        if cq is not None:
+            if tags_code is None:
+                tags_code = self.tags_code(topic, props, store_ts)
+            cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
+            self.dirty_cqs.add(cq)
+        if self._index_enabled:
+            try:
+                self.index.build(topic, app.physical_offset, store_ts, sys_flag,
+                                 props.get(R.PROP_UNIQ_KEY), props.get(R.PROP_KEYS))
+            except OSError as e:
+                log.error("index build failed for offset %d: %s", app.physical_offset, e)
+        self.dispatched_ts = store_ts
+
+    def dispatch_record(self, offset: int, rec: R.Record) -> None:
+        """Dispatch a record read back from the commit log (recovery)."""
+        queued = (rec.sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE
+        self._dispatch(rec.topic, self._cq(rec.topic, rec.queue_id) if queued else None, rec.store_timestamp,
+                       rec.sys_flag, Appended(offset, rec.total_size, rec.queue_offset, rec.properties), None)
+
+    def _notify(self, topic: str, queue_id: int, new_max: int) -> None:
+        for fn in self._listeners:
+            try:
+                fn(topic, queue_id, new_max)
+            except Exception:
+                log.exception("arrival listener failed")
+
+    def add_arrival_listener(self, fn: Callable[[str, int, int], None]) -> None:
+        self._listeners.append(fn)
+
+    # ---- get ----------------------------------------------------------------------------------
+
+    def _batch_full(self, size: int, max_nums: int, total: int, count: int, in_disk: bool,
+                    max_bytes: int) -> bool:
+        if total == 0 or count == 0:
+            return False
+        if count >= max_nums:
+            return True
+        c = self.config
+        if in_disk:
+            return total + size > c.max_transfer_bytes_on_message_in_disk or count > c.max_transfer_count_on_message_in_disk - 1
+        return total + size > max_bytes or count > c.max_transfer_count_on_message_in_memory - 1
+
+    def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                    tag_filter: Callable[[int], bool] | None = None, max_total_bytes: int = 256 * 1024) -> GetResult:
+        """Up to max_msg_nums stored records from offset; statuses and next offsets as Java decides them."""
+        cq = self.consume_queues.get((topic, queue_id))
+        if cq is None:
+            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_o, max_o = cq.min_offset, cq.max_offset
+        if max_o == 0:
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, min_o, max_o)
+        if offset < min_o:
+            return GetResult(GetStatus.OFFSET_TOO_SMALL, min_o, min_o, max_o)
+        if offset == max_o:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_o, max_o)
+        if offset > max_o:
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, min_o if min_o == 0 else max_o, min_o, max_o)
+        units = cq.read_units(offset, max(16000, max_msg_nums * UNIT_SIZE))
+        if units is None:
+            return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_o, max_o)
+        cl = self.commitlog
+        max_phy = cl.max_offset
+        memory = _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
+        status = GetStatus.NO_MATCHED_MESSAGE
+        messages: list[bytes] = []
+        qofs: list[int] = []
+        total = 0
+        next_file_start = -1
+        max_pulling = 0
+        i, n = 0, len(units)
+        unpack = UNIT.unpack_from
+        while i < n:
+            phy, size, tag = unpack(units, i)
+            max_pulling = phy
+            if next_file_start >= 0 and phy < next_file_start:
+                i += UNIT_SIZE
+                continue
+            if self._batch_full(size, max_msg_nums, total, len(messages), max_phy - phy > memory, max_total_bytes):
+                break
+            if tag_filter is not None and not tag_filter(tag):
+                i += UNIT_SIZE
+                continue
+            data = cl.read(phy, size)
+            if data is None:
+                if total == 0:
+                    status = GetStatus.MESSAGE_WAS_REMOVING
+                next_file_start = cl.roll_next_file(phy)
+                i += UNIT_SIZE
+                continue
+            messages.append(data)
+            qofs.append(offset + i // UNIT_SIZE)
+            total += size
+            status = GetStatus.FOUND
+            next_file_start = -1
+            i += UNIT_SIZE
+        return GetResult(status, offset + i // UNIT_SIZE, min_o, max_o, messages,
+                         max_phy - max_pulling > memory, qofs)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        return cq.max_offset if cq else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        return cq.min_offset if cq else 0
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        unit = cq.unit_at(cq_offset) if cq else None
+        return unit[0] if unit else 0
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        unit = cq.unit_at(cq.min_offset) if cq else None
+        return self.commitlog.store_timestamp_at(unit[0], unit[1]) if unit else -1
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
+        cq = self.consume_queues.get((topic, queue_id))
+        unit = cq.unit_at(cq_offset) if cq else None
+        return self.commitlog.store_timestamp_at(unit[0], unit[1]) if unit else -1
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """Consume queue offset of the message stored nearest to timestamp_ms (Java's choice rule)."""
+        cq = self.consume_queues.get((topic, queue_id))
+        if cq is None or not cq.queue.files:
+            return 0
+        cl = self.commitlog
+        min_phy = cl.min_offset
+        files = [mf for mf in cq.queue.files if mf.wrote > 0]
+        if not files:
+            return 0
+        chosen = files[-1]
+        for mf in files:  # first file whose last message is at or after the time
+            off, size, _ = UNIT.unpack_from(mf.mm, mf.wrote - UNIT_SIZE)
+            if cl.store_timestamp_at(off, size) >= timestamp_ms:
+                chosen = mf
+                break
+        low = max(0, cq.min_logic_offset - chosen.from_offset)
+        high = chosen.wrote - UNIT_SIZE
+        target = left = right = -1
+        left_v = right_v = -1
+        while high >= low:
+            mid = (low + high) // (2 * UNIT_SIZE) * UNIT_SIZE
+            off, size, _ = UNIT.unpack_from(chosen.mm, mid)
+            if off < min_phy:
+                low = mid + UNIT_SIZE
+                left = mid
+                continue
+            ts = cl.store_timestamp_at(off, size)
+            if ts < 0:
+                return 0
+            if ts == timestamp_ms:
+                target = mid
+                break
+            if ts > timestamp_ms:
+                high = mid - UNIT_SIZE
+                right, right_v = mid, ts
+            else:
+                low = mid + UNIT_SIZE
+                left, left_v = mid, ts
+        if target == -1:
+            if left_v == -1:
+                target = right
+            elif right_v == -1:
+                target = left
+            else:
+                target = right if abs(timestamp_ms - left_v) > abs(timestamp_ms - right_v) else left
+        return (chosen.from_offset + target) // UNIT_SIZE
+
+    def look_message_by_offset(self, phy_offset: int) -> bytes | None:
+        return self.commitlog.read_record(phy_offset)
+
+    def query_message(self, topic: str, key: str, max_num: int, begin_ts: int,
+                      end_ts: int) -> tuple[list[bytes], int, int]:
+        """Records of topic indexed under key (UNIQ_KEY or a KEYS entry) stored in [begin_ts, end_ts]."""
+        if not self._index_enabled:
+            return [], 0, 0
+        out: list[bytes] = []
+        seen: set[int] = set()
+        last_ts = last_phy = 0
+        upper = end_ts
+        for _ in range(3):
+            offsets, last_ts, last_phy = self.index.query(topic, key, max_num, begin_ts, upper)
+            if not offsets:
+                break
+            offsets.sort()
+            for m, off in enumerate(offsets):
+                data = self.commitlog.read_record(off)
+                if data is None:
+                    continue
+                try:
+                    rec = R.decode_record(data)
+                except R.RecordError:
+                    continue
+                if m == 0:
+                    upper = rec.store_timestamp
+                if off in seen or rec.topic != topic:
+                    continue
+                props = _props(rec.properties)
+                if key == props.get(R.PROP_UNIQ_KEY) or key in props.get(R.PROP_KEYS, "").split(" "):
+                    seen.add(off)
+                    out.append(data)
+            if out or upper < begin_ts:
+                break
+        return out, last_ts, last_phy
+
+    # ---- admin --------------------------------------------------------------------------------
+
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    @property
+    def min_phy_offset(self) -> int:
+        return self.commitlog.min_offset
+
+    def topics_and_queues(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for topic, qid in sorted(self.consume_queues):
+            out.setdefault(topic, []).append(qid)
+        return out
+
+    def delete_topics(self, topics: set[str]) -> None:
+        """Remove the consume queues of these topics (their records stay in the commit log)."""
+        for key in [k for k in self.consume_queues if k[0] in topics]:
+            cq = self.consume_queues.pop(key)
+            self.dirty_cqs.discard(cq)
+            cq.destroy()
+            self.commitlog.topic_queue_table.pop(key, None)
+
+    def run_retention_now(self) -> None:
+        """Delete expired files now, as at deleteWhen (for tests and admin commands)."""
+        self.retention.run(manual=True)

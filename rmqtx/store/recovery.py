@@ -1,0 +1,113 @@
+"""Startup recovery: find the end of the commit log, cut a torn tail, bring queues and index level."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from . import record as R
+from .mapped_file import MappedFile
+
+if TYPE_CHECKING:
+    from .message_store import MessageStore
+
+log = logging.getLogger(__name__)
+
+_CHUNK = 1 << 20
+_ZEROS = bytes(_CHUNK)
+
+
+def _first_store_timestamp(mf: MappedFile) -> int:
+    """storeTimestamp of a file's first record, 0 when it does not start with one."""
+    size, magic = R.SIZE_MAGIC.unpack_from(mf.mm, 0)
+    if magic != R.MESSAGE_MAGIC:
+        return 0
+    sys_flag = R.INT32.unpack_from(mf.mm, R.SYSFLAG_POS)[0]
+    return R.INT64.unpack_from(mf.mm, R.HOSTS_POS + (20 if sys_flag & R.SYSFLAG_BORN_HOST_V6 else 8))[0]
+
+
+def _safe_start_index(store: "MessageStore") -> int:
+    """After a crash: the newest file whose first record predates the checkpoint (Java's rule)."""
+    assert store.checkpoint is not None
+    files = store.commitlog.queue.files
+    limit = store.checkpoint.min_timestamp(with_index=store.config.message_index_enable)
+    for i in range(len(files) - 1, -1, -1):
+        ts = _first_store_timestamp(files[i])
+        if 0 < ts <= limit:
+            return i
+    return 0
+
+
+def zero_tail(mf: MappedFile, pos: int, max_run: int) -> int:
+    """Zero bytes from pos until a zero run longer than any record proves the rest clean."""
+    mm, size = mf.mm, mf.file_size
+    run = cleared = 0
+    while pos < size and run < max_run:
+        n = min(_CHUNK, size - pos)
+        if mm[pos:pos + n] == _ZEROS[:n]:
+            run += n
+        else:
+            mm[pos:pos + n] = _ZEROS[:n]
+            cleared += n
+            run = 0
+        pos += n
+    return cleared
+
+
+def recover(store: "MessageStore", clean: bool) -> None:
+    """Validate the commit log (CRC included), truncate, then dispatch what queues and index lack."""
+    cl = store.commitlog
+    files = cl.queue.files
+    for cq in store.consume_queues.values():
+        cq.recover()
+    if not files:
+        if store.consume_queues:
+            log.warning("commit log is empty: removing consume queues")
+        for cq in store.consume_queues.values():
+            cq.destroy()
+        store.consume_queues.clear()
+        store.index.truncate(0)
+        cl.queue.flushed_where = 0
+        return
+    start_idx = max(0, len(files) - 3) if clean else _safe_start_index(store)
+    scan_from = files[start_idx].from_offset
+    if clean:
+        built = max((cq.max_physic_offset for cq in store.consume_queues.values()), default=-1)
+        dispatch_from = max(built, cl.min_offset)
+    else:
+        dispatch_from = scan_from
+    begin = min(scan_from, dispatch_from)
+    end = begin
+    bad = None
+    for item in cl.scan(begin, check_crc=store.config.check_crc_on_recover):
+        if item.kind == "msg":
+            end = item.offset + item.size
+            if item.offset >= dispatch_from:
+                assert item.record is not None
+                store.dispatch_record(item.offset, item.record)
+        elif item.kind == "blank":
+            end = item.offset + item.size
+        else:
+            if item.kind != "end":
+                bad = item
+            break
+    if bad is not None:
+        log.warning("commit log: %s at offset %d, cutting the tail there", bad.kind, bad.offset)
+    elif not clean:
+        log.info("commit log recovered after abnormal shutdown up to offset %d", end)
+    cl.queue.truncate_dirty(end)
+    holder = cl.queue.find(end)
+    if holder is not None:
+        cleared = zero_tail(holder, end - holder.from_offset, store.config.max_message_size + 8)
+        if cleared:
+            log.warning("commit log: zeroed %d bytes of torn tail at offset %d", cleared, end)
+    cl.queue.flushed_where = end
+    for cq in store.consume_queues.values():
+        if cq.max_physic_offset > end:
+            cq.truncate_dirty(end)
+    store.index.truncate(end)
+    min_phy = cl.min_offset
+    for (topic, qid), cq in store.consume_queues.items():
+        cq.correct_min_offset(min_phy)
+        cq.queue.flushed_where = cq.queue.max_offset
+        cl.topic_queue_table[(topic, qid)] = cq.max_offset
+    store.dirty_cqs.update(store.consume_queues.values())

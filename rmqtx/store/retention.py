@@ -1,0 +1,98 @@
+"""Retention: delete old commit log files, then consume queue and index files wholly below them."""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from twisted.internet.task import LoopingCall
+
+if TYPE_CHECKING:
+    from .message_store import MessageStore
+
+log = logging.getLogger(__name__)
+
+DELETE_FILES_BATCH_MAX = 10
+CLEAN_FORCIBLY_RATIO = 0.85  # above this, files go regardless of age (Java's diskSpaceCleanForciblyRatio)
+WARNING_LEVEL_RATIO = 0.90  # above this, puts are refused (Java's diskSpaceWarningLevelRatio)
+
+
+def disk_used_ratio(path: str) -> float:
+    """Share of the file system's blocks in use, as Java's getDiskPartitionSpaceUsedPercent."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    total = st.f_blocks * st.f_frsize
+    return (total - st.f_bfree * st.f_frsize) / total if total else -1.0
+
+
+class RetentionService:
+    """Java's CleanCommitLogService + CleanConsumeQueueService, run every cleanResourceInterval."""
+
+    def __init__(self, store: "MessageStore") -> None:
+        self.store = store
+        self.disk_usage: Callable[[str], float] = disk_used_ratio  # replaceable in tests
+        self._last_min_phy = -1
+        self._loop: LoopingCall | None = None
+
+    def start(self, reactor: Any) -> None:
+        self._loop = LoopingCall(self.run)
+        self._loop.clock = reactor
+        self._loop.start(self.store.config.clean_resource_interval / 1000.0, now=False).addErrback(
+            lambda f: log.error("retention loop died: %s", f))
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        self._loop = None
+
+    def _is_time_to_delete(self) -> bool:
+        hour = time.localtime(self.store.clock()).tm_hour
+        for part in self.store.config.delete_when.split(";"):
+            part = part.strip()
+            if part.isdigit() and int(part) == hour:
+                return True
+        return False
+
+    def run(self, manual: bool = False) -> None:
+        """One pass: commit log first, then whatever points only below its new start."""
+        self._clean_commit_log(manual)
+        self._clean_logics()
+
+    def _clean_commit_log(self, manual: bool) -> int:
+        store = self.store
+        cfg = store.config
+        ratio = self.disk_usage(cfg.commit_log_dir if os.path.isdir(cfg.commit_log_dir) else store.root)
+        store.disk_full = ratio > WARNING_LEVEL_RATIO
+        if store.disk_full:
+            log.error("disk used ratio %.2f above %.2f: refusing puts", ratio, WARNING_LEVEL_RATIO)
+        at_once = ratio > CLEAN_FORCIBLY_RATIO
+        space = ratio < 0 or ratio > cfg.disk_max_used_space_ratio / 100.0
+        if not (manual or space or self._is_time_to_delete()):
+            return 0
+        q = store.commitlog.queue
+        expire_s = cfg.file_reserved_time * 3600
+        now = store.clock()
+        count = 0
+        for mf in q.files[:-1]:
+            if count >= DELETE_FILES_BATCH_MAX or mf.end_offset > q.flushed_where:
+                break
+            if not (at_once or now >= mf.mtime() + expire_s):
+                break
+            count += 1
+        if count:
+            removed = q.remove_first(count)
+            log.info("retention: deleted commit log files %s", [os.path.basename(m.path) for m in removed])
+        return count
+
+    def _clean_logics(self) -> None:
+        store = self.store
+        min_phy = store.commitlog.min_offset
+        if min_phy <= self._last_min_phy:
+            return
+        self._last_min_phy = min_phy
+        for cq in store.consume_queues.values():
+            cq.delete_expired(min_phy)
+        store.index.delete_expired(min_phy)

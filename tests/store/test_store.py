@@ -1,0 +1,363 @@
+"""Store behaviour on files it writes itself, checked with an independent reader where it matters."""
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import time
+
+from twisted.internet import defer, reactor
+from twisted.trial import unittest
+
+from rmqtx.store import (BatchToStore, GetStatus, MessageStore, PutStatus, StoreLockedError)
+from rmqtx.store import mapped_file
+from rmqtx.store.record import decode_record, encode_batch_body, java_hash
+
+from .helpers import TempStore, msg, put_sync, small_config
+
+MAGIC = 0xDAA320A7
+BLANK = 0xCBD43194
+
+
+def read_commit_log(directory: str) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Independent reader straight from REFERENCE.md's layout: (records, blanks as (offset, size))."""
+    out, blanks = [], []
+    for name in sorted(os.listdir(directory)):
+        data = open(os.path.join(directory, name), "rb").read()
+        base, pos = int(name), 0
+        while pos + 8 <= len(data):
+            total, magic = struct.unpack_from(">iI", data, pos)
+            if magic == BLANK:
+                blanks.append((base + pos, total))
+                assert pos + total == len(data)
+                break
+            if magic != MAGIC:
+                break
+            crc, qid, flag, qoff, phys, sysflag, born_ts = struct.unpack_from(">iiiqqiq", data, pos + 8)
+            p = pos + 48
+            hl = 20 if sysflag & 0x10 else 8
+            born = data[p:p + hl - 4]
+            (born_port,) = struct.unpack_from(">i", data, p + hl - 4)
+            p += hl
+            (store_ts,) = struct.unpack_from(">q", data, p)
+            p += 8
+            sl = 20 if sysflag & 0x20 else 8
+            store_host = data[p:p + sl - 4]
+            p += sl
+            reconsume, prep, body_len = struct.unpack_from(">iqi", data, p)
+            p += 16
+            body = data[p:p + body_len]
+            p += body_len
+            tlen = data[p]
+            topic = data[p + 1:p + 1 + tlen].decode()
+            p += 1 + tlen
+            (plen,) = struct.unpack_from(">h", data, p)
+            props = data[p + 2:p + 2 + plen].decode()
+            p += 2 + plen
+            assert p - pos == total, (p - pos, total)
+            import zlib
+            assert crc == zlib.crc32(body) & 0x7FFFFFFF
+            out.append(dict(offset=base + pos, size=total, topic=topic, queue_id=qid, queue_offset=qoff,
+                            phys=phys, sys_flag=sysflag, born=born, born_port=born_port, store=store_host,
+                            store_ts=store_ts, body=body, props=props, flag=flag, reconsume=reconsume))
+            pos += total
+    return out, blanks
+
+
+def read_cq(root: str, topic: str, qid: int) -> list[tuple[int, int, int]]:
+    d = os.path.join(root, "consumequeue", topic, str(qid))
+    units = []
+    for name in sorted(os.listdir(d)):
+        data = open(os.path.join(d, name), "rb").read()
+        for i in range(0, len(data), 20):
+            u = struct.unpack_from(">qiq", data, i)
+            if u == (0, 0, 0):
+                break
+            units.append(u)
+    return units
+
+
+class WriteReadTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.ts = TempStore()
+        self.store = self.ts.store
+
+    def tearDown(self) -> None:
+        self.ts.close()
+
+    def test_independent_reader_and_rolling(self) -> None:
+        bodies = [os.urandom(1000 + i % 7) for i in range(200)]
+        results = [put_sync(self.store, msg("T", i % 3, b, tags=f"Tag{i % 2}", keys=f"k{i} x{i}",
+                                            uniq=f"U{i:06d}",
+                                            born=("::1", 7000) if i % 5 == 0 else ("10.0.0.1", 5555)))
+                   for i, b in enumerate(bodies)]
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.store.shutdown()
+        recs, blanks = read_commit_log(os.path.join(self.ts.root, "commitlog"))
+        self.assertEqual(len(recs), 200)
+        self.assertGreaterEqual(len(os.listdir(os.path.join(self.ts.root, "commitlog"))), 3)
+        self.assertGreaterEqual(len(blanks), 2)
+        for (off, size) in blanks:
+            self.assertEqual(off % (64 * 1024) + size, 64 * 1024)
+        per_queue: dict[int, int] = {}
+        for i, (r, res) in enumerate(zip(recs, results)):
+            self.assertEqual(r["body"], bodies[i])
+            self.assertEqual(r["offset"], r["phys"])
+            self.assertEqual(r["offset"], res.wrote_offset)
+            self.assertEqual(r["queue_offset"], per_queue.get(i % 3, 0))
+            per_queue[i % 3] = r["queue_offset"] + 1
+            self.assertEqual(bool(r["sys_flag"] & 0x10), i % 5 == 0)
+            self.assertEqual(len(r["born"]), 16 if i % 5 == 0 else 4)
+            self.assertIn("UNIQ_KEY\x01U%06d" % i, r["props"])
+            self.assertEqual(res.msg_id, (bytes([127, 0, 0, 1]) + struct.pack(">iq", 10911, r["offset"])).hex().upper())
+        for q in range(3):
+            units = read_cq(self.ts.root, "T", q)
+            mine = [r for r in recs if r["queue_id"] == q]
+            self.assertEqual([(u[0], u[1]) for u in units], [(r["offset"], r["size"]) for r in mine])
+            for u, r in zip(units, mine):
+                self.assertEqual(u[2], java_hash(r["props"].split("TAGS\x01")[1].split("\x02")[0]))
+        self.store = self.ts.store = self.ts.open()
+        res = self.store.get_message("T", 1, 0, 100)
+        self.assertEqual(res.status, GetStatus.FOUND)
+        self.assertEqual(len(res.messages), 10)  # a pull stops at the end of a consume queue file (10 units)
+        self.assertEqual(res.next_begin_offset, 10)
+        self.assertEqual(len(self.store.get_message("T", 1, 10, 100).messages), 10)
+        self.assertEqual(decode_record(res.messages[5]).body, bodies[16])
+        self.assertEqual(self.store.get_max_offset_in_queue("T", 0), 67)
+
+    def test_get_statuses(self) -> None:
+        for i in range(5):
+            put_sync(self.store, msg("G", 0, b"x%d" % i))
+        s = self.store
+        self.assertEqual(s.get_message("nope", 0, 0, 1).status, GetStatus.NO_MATCHED_LOGIC_QUEUE)
+        r = s.get_message("G", 0, 5, 1)
+        self.assertEqual((r.status, r.next_begin_offset), (GetStatus.OFFSET_OVERFLOW_ONE, 5))
+        r = s.get_message("G", 0, 9, 1)
+        self.assertEqual((r.status, r.next_begin_offset), (GetStatus.OFFSET_OVERFLOW_BADLY, 0))
+        r = s.get_message("G", 0, 2, 2)
+        self.assertEqual((r.status, r.next_begin_offset, r.min_offset, r.max_offset), (GetStatus.FOUND, 4, 0, 5))
+
+    def test_tag_filter(self) -> None:
+        for i in range(6):
+            put_sync(self.store, msg("F", 0, b"%d" % i, tags="A" if i % 3 == 0 else "B"))
+        want = java_hash("A")
+        r = self.store.get_message("F", 0, 0, 32, tag_filter=lambda code: code == want)
+        self.assertEqual([decode_record(m).body for m in r.messages], [b"0", b"3"])
+        self.assertEqual(r.next_begin_offset, 6)
+        r = self.store.get_message("F", 0, 4, 32, tag_filter=lambda code: code == want)
+        self.assertEqual((r.status, r.next_begin_offset), (GetStatus.NO_MATCHED_MESSAGE, 6))
+
+    def test_batch(self) -> None:
+        put_sync(self.store, msg("B", 2, b"first"))
+        body = encode_batch_body([(0, b"b%d" % i, f"KEYS\x01kb{i}\x02TAGS\x01TB") for i in range(3)])
+        res = put_sync(self.store, BatchToStore("B", 2, 0, 1, ("10.0.0.1", 1), ("127.0.0.1", 10911), body,
+                                                "CLUSTER\x01c1"))
+        self.assertEqual((res.status, res.msg_num, res.queue_offset), (PutStatus.PUT_OK, 3, 1))
+        self.assertEqual(len(res.msg_id.split(",")), 3)
+        r = self.store.get_message("B", 2, 1, 32)
+        recs = [decode_record(m) for m in r.messages]
+        self.assertEqual([x.queue_offset for x in recs], [1, 2, 3])
+        self.assertEqual(recs[1].properties, "KEYS\x01kb1\x02TAGS\x01TB\x02CLUSTER\x01c1")
+        found, _, _ = self.store.query_message("B", "kb2", 10, 0, 2**62)
+        self.assertEqual([decode_record(x).body for x in found], [b"b2"])
+
+    def test_max_message_size_and_bad_input(self) -> None:
+        res = put_sync(self.store, msg("M", 0, b"x" * (4 * 1024 * 1024)))
+        self.assertEqual(res.status, PutStatus.MESSAGE_ILLEGAL)
+        self.assertIn("maxMessageSize", res.remark)
+        res = put_sync(self.store, msg("M", 0, b"x", extra={"big": "y" * 40000}))
+        self.assertEqual(res.status, PutStatus.PROPERTIES_SIZE_EXCEEDED)
+        res = put_sync(self.store, msg("M" * 200, 0, b"x"))
+        self.assertEqual(res.status, PutStatus.MESSAGE_ILLEGAL)
+        self.assertEqual(put_sync(self.store, msg("M", 0, b"ok")).queue_offset, 0)
+
+    def test_transactions_skip_queue(self) -> None:
+        put_sync(self.store, msg("X", 0, b"prepared", sys_flag=0x4, keys="kp"))
+        put_sync(self.store, msg("X", 0, b"rollback", sys_flag=0xC, keys="kr"))
+        put_sync(self.store, msg("X", 0, b"commit", sys_flag=0x8, keys="kc"))
+        self.assertEqual(self.store.get_max_offset_in_queue("X", 0), 1)
+        self.assertEqual(len(self.store.query_message("X", "kp", 5, 0, 2**62)[0]), 1)
+        self.assertEqual(len(self.store.query_message("X", "kr", 5, 0, 2**62)[0]), 0)
+
+    def test_schedule_topic_tag_is_delivery_time(self) -> None:
+        res = put_sync(self.store, msg("SCHEDULE_TOPIC_XXXX", 1, b"d", extra={"DELAY": "2"}))
+        units = self.store.consume_queues[("SCHEDULE_TOPIC_XXXX", 1)]
+        self.assertEqual(units.unit_at(0)[2], res.store_timestamp + 5000)
+
+    def test_lock_refuses_second_store(self) -> None:
+        other = MessageStore(small_config(self.ts.root))
+        with self.assertRaises(StoreLockedError) as cm:
+            other.load()
+        self.assertIn(self.ts.root, str(cm.exception))
+        self.assertIn("locked", str(cm.exception))
+
+
+class ClockStoreTest(unittest.TestCase):
+    """Time-dependent reads with an injected clock."""
+
+    def setUp(self) -> None:
+        self.now = 1_800_000_000.0
+        self.ts = TempStore()
+        self.ts.store.shutdown()
+        self.store = self.ts.store = self.ts.open(clock=lambda: self.now)
+
+    def tearDown(self) -> None:
+        self.ts.close()
+
+    def test_offset_by_time_and_query_range(self) -> None:
+        for i in range(30):
+            self.now = 1_800_000_000.0 + i * 10
+            put_sync(self.store, msg("O", 0, b"%d" % i, keys="same", uniq=f"u{i}"))
+        base = 1_800_000_000_000
+        s = self.store
+        self.assertEqual(s.get_offset_in_queue_by_time("O", 0, base + 100_000), 10)
+        self.assertEqual(s.get_offset_in_queue_by_time("O", 0, base + 104_000), 10)
+        self.assertEqual(s.get_offset_in_queue_by_time("O", 0, base + 106_000), 11)
+        self.assertEqual(s.get_offset_in_queue_by_time("O", 0, base - 5), 0)
+        self.assertEqual(s.get_offset_in_queue_by_time("O", 0, base + 10**9), 29)
+        self.assertEqual(s.get_earliest_message_time("O", 0), base)
+        self.assertEqual(s.get_earliest_message_time("O", 9), -1)
+        recs, last_ts, last_phy = s.query_message("O", "same", 64, base + 50_000, base + 120_000)
+        self.assertEqual(sorted(int(decode_record(r).body) for r in recs), list(range(5, 13)))
+        self.assertEqual(last_ts, base + 290_000)
+        recs, _, _ = s.query_message("O", "u7", 64, 0, 2**62)
+        self.assertEqual([decode_record(r).body for r in recs], [b"7"])
+        self.assertEqual(s.get_commit_log_offset_in_queue("O", 0, 7), decode_record(recs[0]).physical_offset)
+
+
+class RetentionTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.now = time.time()
+        self.ts = TempStore()
+        self.ts.store.shutdown()
+        self.store = self.ts.store = self.ts.open(clock=lambda: self.now)
+
+    def tearDown(self) -> None:
+        self.ts.close()
+
+    def test_expired_files_deleted_but_not_current(self) -> None:
+        for i in range(300):
+            put_sync(self.store, msg("R", i % 2, os.urandom(900), keys=f"k{i}"))
+        self.store.flush.flush_commit_log_now()
+        cl = self.store.commitlog.queue
+        n_files = len(cl.files)
+        self.assertGreater(n_files, 3)
+        self.store.run_retention_now()  # nothing is old yet
+        self.assertEqual(len(cl.files), n_files)
+        self.now += 73 * 3600
+        self.store.retention.run()  # 73 h later, but not at deleteWhen hour unless it happens to be 04
+        if time.localtime(self.now).tm_hour != 4:
+            self.assertEqual(len(cl.files), n_files)
+        self.store.run_retention_now()
+        self.assertEqual(len(cl.files), 1)
+        min_phy = self.store.min_phy_offset
+        self.assertGreater(min_phy, 0)
+        for q in (0, 1):
+            lo = self.store.get_min_offset_in_queue("R", q)
+            self.assertGreater(lo, 0)
+            r = self.store.get_message("R", q, lo, 1)
+            self.assertEqual(r.status, GetStatus.FOUND)
+            self.assertGreaterEqual(decode_record(r.messages[0]).physical_offset, min_phy)
+            self.assertEqual(self.store.get_message("R", q, 0, 1).status, GetStatus.OFFSET_TOO_SMALL)
+            cq = self.store.consume_queues[("R", q)]
+            self.assertTrue(all(mf.end_offset > lo * 20 for mf in cq.queue.files))
+        self.assertTrue(all(f.end_phy >= min_phy for f in self.store.index.files[:-1]))
+        self.store.shutdown()
+        self.store = self.ts.store = self.ts.open()
+        self.assertEqual(self.store.min_phy_offset, min_phy)
+
+    def test_disk_space_triggers_deletion(self) -> None:
+        for i in range(200):
+            put_sync(self.store, msg("R", 0, os.urandom(900)))
+        self.store.flush.flush_commit_log_now()
+        n = len(self.store.commitlog.queue.files)
+        self.store.retention.disk_usage = lambda path: 0.80  # above 75 %: delete expired files any hour
+        self.store.retention.run()
+        self.assertEqual(len(self.store.commitlog.queue.files), n)
+        self.store.retention.disk_usage = lambda path: 0.87  # above 85 %: delete regardless of age
+        self.store.retention.run()
+        self.assertLess(len(self.store.commitlog.queue.files), n)
+        self.store.retention.disk_usage = lambda path: 0.95  # above 90 %: refuse puts
+        self.store.retention.run()
+        self.assertEqual(put_sync(self.store, msg("R", 0, b"z")).status, PutStatus.SERVICE_NOT_AVAILABLE)
+
+
+class DiskFullTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.ts = TempStore()
+        self.store = self.ts.store
+        self.real_create = mapped_file.MappedFile.create
+
+    def tearDown(self) -> None:
+        mapped_file.MappedFile.create = self.real_create
+        self.ts.close()
+
+    def test_enospc_fails_cleanly(self) -> None:
+        ok = [put_sync(self.store, msg("D", 0, b"%06d" % i + os.urandom(1000))) for i in range(20)]
+        self.assertTrue(all(r.ok for r in ok))
+
+        def no_space(*a, **kw):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        mapped_file.MappedFile.create = classmethod(lambda cls, *a, **kw: no_space())
+        statuses = []
+        for i in range(200):
+            statuses.append(put_sync(self.store, msg("D", 0, b"%06d" % (20 + i) + os.urandom(1000))).status)
+        self.assertIn(PutStatus.CREATE_MAPPED_FILE_FAILED, statuses)
+        good = statuses.index(PutStatus.CREATE_MAPPED_FILE_FAILED)
+        self.assertTrue(all(s is PutStatus.CREATE_MAPPED_FILE_FAILED for s in statuses[good:]))
+        mapped_file.MappedFile.create = self.real_create
+        res = put_sync(self.store, msg("D", 0, b"after"))
+        self.assertTrue(res.ok)
+        self.assertEqual(res.queue_offset, 20 + good)
+        self.store.shutdown()
+        recs, _ = read_commit_log(os.path.join(self.ts.root, "commitlog"))
+        self.assertEqual([r["body"][:6] for r in recs[:-1]], [b"%06d" % i for i in range(20 + good)])
+        self.assertEqual(recs[-1]["body"], b"after")
+        self.store = self.ts.store = self.ts.open()
+        self.assertEqual(self.store.get_max_offset_in_queue("D", 0), 21 + good)
+
+
+class FlushTest(unittest.TestCase):
+    """Reactor-driven flushing (trial runs the reactor for returned Deferreds)."""
+
+    def setUp(self) -> None:
+        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1024 * 1024)
+        self.store = self.ts.store
+        self.store.start(reactor)
+
+    def tearDown(self) -> None:
+        self.ts.close()
+
+    @defer.inlineCallbacks
+    def test_group_commit(self):
+        arrivals = []
+        self.store.add_arrival_listener(lambda t, q, m: arrivals.append((t, q, m)))
+        before = self.store.flush.sync_count
+        results = yield defer.gatherResults([self.store.put_message(msg("S", i % 4, os.urandom(1024)))
+                                             for i in range(64)])
+        syncs = self.store.flush.sync_count - before
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.assertLess(syncs, 64)
+        self.assertLessEqual(syncs, 2)
+        q = self.store.commitlog.queue
+        self.assertGreaterEqual(q.flushed_where, max(r.wrote_offset + r.wrote_bytes for r in results))
+        self.assertEqual(len(arrivals), 64)
+        self.assertEqual(arrivals[-1][2], 16)
+        # a second wave while nothing is in flight also shares syncs
+        results = yield defer.gatherResults([self.store.put_message(msg("S", 0, b"x")) for _ in range(64)])
+        self.assertLessEqual(self.store.flush.sync_count - before, 4)
+
+    @defer.inlineCallbacks
+    def test_async_flush_loop(self):
+        self.ts.close()
+        self.ts = TempStore(flush_interval_commit_log=50, flush_interval_consume_queue=50)
+        self.store = self.ts.store
+        self.store.start(reactor)
+        r = yield self.store.put_message(msg("A", 0, b"x"))
+        self.assertTrue(r.ok)
+        d = defer.Deferred()
+        reactor.callLater(0.3, d.callback, None)
+        yield d
+        self.assertEqual(self.store.commitlog.queue.flushed_where, r.wrote_offset + r.wrote_bytes)
+        self.assertGreater(self.store.checkpoint.physic_ts, 0)
+        self.assertGreater(self.store.checkpoint.logics_ts, 0)
