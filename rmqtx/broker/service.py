@@ -12,6 +12,7 @@ from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.groups import SubscriptionGroupManager
 from rmqtx.broker.long_polling import PullHoldService
 from rmqtx.broker.offsets import ConsumerOffsetManager
+from rmqtx.broker.processors.admin import TopicAdminProcessor
 from rmqtx.broker.processors.client_manage import ClientManageProcessor
 from rmqtx.broker.processors.offsets import OffsetProcessor
 from rmqtx.broker.processors.pull import PullProcessor
@@ -67,7 +68,13 @@ class BrokerService(service.Service):
             holds=holds,
             registrar=NamesrvRegistrar(cfg, topics, self._namesrv_client),
         )
-        for processor in (SendProcessor(ctx), PullProcessor(ctx), ClientManageProcessor(ctx), OffsetProcessor(ctx)):
+        for processor in (
+            SendProcessor(ctx),
+            PullProcessor(ctx),
+            ClientManageProcessor(ctx),
+            OffsetProcessor(ctx),
+            TopicAdminProcessor(ctx),
+        ):
             self.dispatcher.register_many(processor.table())
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)

@@ -20,7 +20,8 @@ class HeaderError(ValueError):
 
 
 def _parse_bool(text: str) -> bool:
-    return text.strip().lower() == "true"
+    """Java's parseBoolean, plus the C++ client's ``1``/``0`` (it sends ``batch: "1"``)."""
+    return text.strip().lower() in ("true", "1")
 
 
 def _parse_int(text: str) -> int:

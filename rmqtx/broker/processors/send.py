@@ -108,13 +108,13 @@ class SendProcessor:
             return error
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
         props = parse_properties(header.properties)
-        wait = props.pop(PROPERTY_WAIT, None)
-        if wait == "false":
-            props[PROPERTY_WAIT] = wait
+        is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        if not is_batch and props.get(PROPERTY_WAIT) == "true":
+            del props[PROPERTY_WAIT]  # Java drops the default WAIT=true of single messages, keeps it for batches
         props[PROPERTY_CLUSTER] = self.ctx.config.brokerClusterName
         peer = conn.transport.getPeer()
         born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
-        if request.code == RequestCode.SEND_BATCH_MESSAGE:
+        if is_batch:
             d = self.ctx.store.put_messages(
                 BatchToStore(
                     topic=header.topic,

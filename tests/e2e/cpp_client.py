@@ -1,0 +1,110 @@
+"""Scenarios driven through the Apache C++ client (PyPI ``rocketmq``); one JSON line per event.
+
+Usage: python cpp_client.py SCENARIO NAMESRV TOPIC GROUP [ARGS...]
+Run as a subprocess by the tests so a hung or crashing client cannot take the test run down.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+
+from rocketmq.client import Message, MessageModel, Producer, PullConsumer, PushConsumer
+
+
+def text(value: bytes | str | None) -> str:
+    """The client returns str or bytes depending on the field."""
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def emit(**event) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def message(topic: str, body: str, tags: str | None = None, keys: str | None = None, **props: str) -> Message:
+    msg = Message(topic)
+    msg.set_body(body)
+    if tags:
+        msg.set_tags(tags)
+    if keys:
+        msg.set_keys(keys)
+    for name, value in props.items():
+        msg.set_property(name, value)
+    return msg
+
+
+def produce(namesrv: str, topic: str, group: str, count: str = "8", prefix: str = "") -> None:
+    """Sync sends with tags TagA/TagB/TagC, oneway sends, a batch, and orderly sends by key."""
+    producer = Producer(group, timeout=5000)
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    n = int(count)
+    tags = ("TagA", "TagB", "TagC")
+    for i in range(n):
+        result = producer.send_sync(message(topic, f"{prefix}sync-{i}", tags[i % 3], f"{prefix}key-sync-{i}", seq=str(i)))
+        emit(kind="sync", i=i, status=int(result.status), msg_id=result.msg_id, offset=result.offset)
+    for i in range(n):
+        producer.send_oneway(message(topic, f"{prefix}oneway-{i}", "TagA", f"{prefix}key-oneway-{i}"))
+        emit(kind="oneway", i=i)
+    batch = [message(topic, f"{prefix}batch-{i}", "TagB", f"{prefix}key-batch-{i}") for i in range(3)]
+    result = producer.send_batch(batch)
+    emit(kind="batch", status=int(result.status), msg_id=result.msg_id, offset=result.offset)
+    for i in range(n):
+        result = producer.send_orderly(message(topic, f"{prefix}orderly-{i}", "TagC", f"{prefix}key-orderly-{i}"), i % 2)
+        emit(kind="orderly", i=i, status=int(result.status), msg_id=result.msg_id, offset=result.offset)
+    producer.shutdown()
+
+
+def push(namesrv: str, topic: str, group: str, expression: str, model: str, expect: str, seconds: str, instance: str = "c1") -> None:
+    """Push consumer; stops when ``expect`` messages arrived or after ``seconds``."""
+    got = threading.Event()
+    lock = threading.Lock()
+    seen: list[str] = []
+    consumer = PushConsumer(group, message_model=MessageModel[model])
+    consumer.set_namesrv_addr(namesrv)
+    consumer.set_instance_name(instance)
+
+    def on_message(msg) -> None:
+        try:
+            record(msg)
+        except Exception as exc:  # surface it: the C++ client only logs "consume failed"
+            emit(kind="error", error=repr(exc))
+            raise
+
+    def record(msg) -> None:
+        with lock:
+            body = text(msg.body)
+            seen.append(body)
+            emit(kind="recv", body=body, tags=text(msg.tags), keys=text(msg.keys),
+                 queue_id=msg.queue_id, queue_offset=msg.queue_offset, topic=text(msg.topic), reconsume=msg.reconsume_times)
+            if len(seen) >= int(expect):
+                got.set()
+
+    consumer.subscribe(topic, on_message, expression)
+    consumer.start()
+    got.wait(float(seconds))
+    time.sleep(1.0)  # let a second consumer of the group settle and duplicates show
+    consumer.shutdown()
+    emit(kind="done", count=len(seen))
+
+
+def pull(namesrv: str, topic: str, group: str, expression: str = "*") -> None:
+    consumer = PullConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.start()
+    count = 0
+    for msg in consumer.pull(topic, expression):
+        count += 1
+        emit(kind="recv", body=text(msg.body), tags=text(msg.tags), queue_id=msg.queue_id,
+             queue_offset=msg.queue_offset)
+    consumer.shutdown()
+    emit(kind="done", count=count)
+
+
+if __name__ == "__main__":
+    scenario, *args = sys.argv[1:]
+    {"produce": produce, "push": push, "pull": pull}[scenario](*args)

@@ -1,0 +1,133 @@
+"""Start a real ``twistd rmqstandalone`` (NameServer + Broker) in a subprocess for end-to-end tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.serializer import decode_frame, encode_frame
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def call(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
+    """One blocking request/response over a fresh socket (tests only)."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=timeout) as sock:
+        sock.sendall(encode_frame(request))
+        head = b""
+        while len(head) < 4:
+            chunk = sock.recv(4 - len(head))
+            if not chunk:
+                raise ConnectionError("closed before answering")
+            head += chunk
+        total = int.from_bytes(head, "big", signed=True)
+        data = b""
+        while len(data) < total:
+            chunk = sock.recv(total - len(data))
+            if not chunk:
+                raise ConnectionError("closed mid-answer")
+            data += chunk
+        return decode_frame(head + data)
+
+
+class Standalone:
+    """``twistd -n rmqstandalone`` on free loopback ports, with its store in a temp dir."""
+
+    def __init__(self, extra_conf: dict[str, str] | None = None) -> None:
+        self.tmp = tempfile.TemporaryDirectory(prefix="rmqtx-e2e-")
+        self.root = Path(self.tmp.name)
+        self.namesrv_port = free_port()
+        self.broker_port = free_port()
+        self.namesrv = f"127.0.0.1:{self.namesrv_port}"
+        self.broker = f"127.0.0.1:{self.broker_port}"
+        conf = {"brokerName": "broker-a", "flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(64 * 1024 * 1024)}
+        conf.update(extra_conf or {})
+        self.conf_path = self.root / "broker.conf"
+        self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        self.log_path = self.root / "twistd.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 20.0) -> "Standalone":
+        cmd = [
+            sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
+            "-n", "--pidfile=", "--logfile", str(self.log_path), "rmqstandalone",
+            "-c", str(self.conf_path), "--namesrv-port", str(self.namesrv_port),
+            "--port", str(self.broker_port), "--store", str(self.root / "store"),
+        ]
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"rmqstandalone exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                resp = call(self.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}), 1)
+                if resp.code == ResponseCode.SUCCESS:
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"rmqstandalone did not come up in {timeout} s:\n{self.log()}")
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        """UPDATE_AND_CREATE_TOPIC on the broker, as ``mqadmin updateTopic`` does."""
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
+                  "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        resp = call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"create topic {topic}: {resp.code} {resp.remark}")
+        deadline = time.time() + 5
+        while time.time() < deadline:  # the broker registers the new topic with the NameServer at once
+            route = call(self.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+            if route.code == ResponseCode.SUCCESS:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"topic {topic} never reached the NameServer")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text()[-5000:]
+        except FileNotFoundError:
+            return ""
+
+    def stop(self) -> bool:
+        """SIGTERM and wait; True when it shut down cleanly (twistd re-raises SIGTERM, so -15 is normal)."""
+        if self.proc is None:
+            return False
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode in (0, -signal.SIGTERM) and "Server Shut Down." in self.log()
+
+    def close(self) -> None:
+        self.stop()
+        self.tmp.cleanup()
+
+
+def run_client(argv: list[str], timeout: float, env: dict[str, str] | None = None) -> list[dict]:
+    """Run a client scenario script; it prints one JSON object per line. Raises on failure."""
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0:
+        raise AssertionError(f"{argv[1:3]} exited {proc.returncode}\nstdout:{proc.stdout[-3000:]}\nstderr:{proc.stderr[-3000:]}")
+    return lines

@@ -1,0 +1,42 @@
+// Scenarios through the Node client ali-ons; prints one JSON line per event.
+// Usage: node node_client.js produce|consume NAMESRV TOPIC GROUP [ARGS...]
+'use strict';
+const path = require('path');
+const { Producer, Consumer, Message } = require(path.join(__dirname, '..', '..', 'interop', 'node', 'node_modules', 'ali-ons'));
+
+const emit = (event) => console.log(JSON.stringify(event));
+const quietLogger = { info() {}, warn() {}, debug() {}, error(e) { console.error(String(e)); } };
+
+async function produce(nameSrv, topic, group, count) {
+  const producer = new Producer({ nameSrv, producerGroup: group, httpclient: {}, logger: quietLogger });
+  await producer.ready();
+  const tags = ['TagA', 'TagB', 'TagC'];
+  for (let i = 0; i < Number(count); i++) {
+    const msg = new Message(topic, tags[i % 3], Buffer.from(`node-${i}`));
+    msg.keys = [`node-key-${i}`];
+    const result = await producer.send(msg);
+    emit({ kind: 'sync', i, status: result.sendStatus, msg_id: result.msgId, queue_id: result.messageQueue.queueId, offset: result.queueOffset });
+  }
+  await producer.close();
+}
+
+async function consume(nameSrv, topic, group, expression, expect, seconds) {
+  const consumer = new Consumer({ nameSrv, consumerGroup: group, httpclient: {}, logger: quietLogger, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET' });
+  let seen = 0;
+  let finish;
+  const done = new Promise((resolve) => { finish = resolve; setTimeout(resolve, Number(seconds) * 1000); });
+  consumer.subscribe(topic, expression, async (msg) => {
+    seen++;
+    emit({ kind: 'recv', body: msg.body.toString(), tags: msg.tags, keys: msg.keys, queue_id: msg.queueId, queue_offset: msg.queueOffset });
+    if (seen >= Number(expect)) finish();
+  });
+  await consumer.ready();
+  await done;
+  await new Promise((r) => setTimeout(r, 500));
+  await consumer.close();
+  emit({ kind: 'done', count: seen });
+}
+
+const [scenario, ...args] = process.argv.slice(2);
+const run = { produce, consume }[scenario];
+run(...args).then(() => process.exit(0), (err) => { console.error(err && err.stack || String(err)); process.exit(1); });
