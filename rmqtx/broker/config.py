@@ -107,6 +107,7 @@ class BrokerConfig:
         props.setdefault("storePathRootDir", self.storePathRootDir)
         props.setdefault("flushDiskType", self.flushDiskType)
         props.setdefault("maxMessageSize", str(self.maxMessageSize))
+        props.setdefault("messageDelayLevel", self.messageDelayLevel)
         return props
 
     def as_properties(self) -> dict[str, str]:

@@ -9,9 +9,11 @@ if TYPE_CHECKING:
     from rmqtx.broker.clients import ClientManager
     from rmqtx.broker.config import BrokerConfig
     from rmqtx.broker.groups import SubscriptionGroupManager
+    from rmqtx.broker.locks import RebalanceLockManager
     from rmqtx.broker.long_polling import PullHoldService
     from rmqtx.broker.offsets import ConsumerOffsetManager
     from rmqtx.broker.registration import NamesrvRegistrar
+    from rmqtx.broker.schedule import ScheduleMessageService
     from rmqtx.broker.topics import TopicConfigManager
     from rmqtx.store.message_store import MessageStore
 
@@ -28,6 +30,8 @@ class BrokerContext:
     clients: "ClientManager"
     holds: "PullHoldService"
     registrar: "NamesrvRegistrar"
+    schedule: "ScheduleMessageService"
+    locks: "RebalanceLockManager"
 
     @property
     def store_host(self) -> tuple[str, int]:

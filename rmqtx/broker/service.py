@@ -10,14 +10,18 @@ from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.groups import SubscriptionGroupManager
+from rmqtx.broker.locks import RebalanceLockManager
 from rmqtx.broker.long_polling import PullHoldService
 from rmqtx.broker.offsets import ConsumerOffsetManager
 from rmqtx.broker.processors.admin import TopicAdminProcessor
 from rmqtx.broker.processors.client_manage import ClientManageProcessor
+from rmqtx.broker.processors.delivery import DeliveryProcessor
 from rmqtx.broker.processors.offsets import OffsetProcessor
 from rmqtx.broker.processors.pull import PullProcessor
+from rmqtx.broker.processors.query import QueryProcessor
 from rmqtx.broker.processors.send import SendProcessor
 from rmqtx.broker.registration import NamesrvRegistrar
+from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.topics import TopicConfigManager
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
@@ -67,6 +71,8 @@ class BrokerService(service.Service):
             clients=clients,
             holds=holds,
             registrar=NamesrvRegistrar(cfg, topics, self._namesrv_client),
+            schedule=ScheduleMessageService(store, cfg.storePathRootDir, cfg.messageDelayLevel),
+            locks=RebalanceLockManager(),
         )
         for processor in (
             SendProcessor(ctx),
@@ -74,6 +80,8 @@ class BrokerService(service.Service):
             ClientManageProcessor(ctx),
             OffsetProcessor(ctx),
             TopicAdminProcessor(ctx),
+            DeliveryProcessor(ctx),
+            QueryProcessor(ctx),
         ):
             self.dispatcher.register_many(processor.table())
         self.dispatcher.on_close.append(clients.connection_closed)
@@ -88,10 +96,12 @@ class BrokerService(service.Service):
         ctx.topics.load()
         ctx.groups.load()
         ctx.offsets.load()
+        ctx.schedule.load()
         self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
         if self.config.listenPort == 0:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)
+        ctx.schedule.start()
         ctx.topics.file.save_now(ctx.topics.to_json())
         self._offset_flush = task.LoopingCall(ctx.offsets.persist)
         self._offset_flush.start(self.config.flushConsumerOffsetInterval / 1000, now=False)
@@ -114,6 +124,7 @@ class BrokerService(service.Service):
                 self._offset_flush.stop()
             await ctx.registrar.stop()
             ctx.holds.stop()
+            ctx.schedule.stop()
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:

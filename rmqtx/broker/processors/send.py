@@ -16,8 +16,7 @@ from rmqtx.broker.topics import (
     is_writeable,
     validate_name,
 )
-from rmqtx.common.javacompat import java_string_hash
-from rmqtx.common.message import PROPERTY_CLUSTER, PROPERTY_TAGS, PROPERTY_WAIT, parse_properties, properties_to_string
+from rmqtx.common.message import PROPERTY_CLUSTER, PROPERTY_WAIT, parse_properties, properties_to_string
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
@@ -107,17 +106,23 @@ class SendProcessor:
         if error is not None:
             return error
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
+        topic = header.topic
+        if topic.startswith(RETRY_PREFIX):
+            topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
         props = parse_properties(header.properties)
         is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
         if not is_batch and props.get(PROPERTY_WAIT) == "true":
             del props[PROPERTY_WAIT]  # Java drops the default WAIT=true of single messages, keeps it for batches
         props[PROPERTY_CLUSTER] = self.ctx.config.brokerClusterName
+        reply_topic, reply_queue = topic, queue_id
+        if not is_batch:
+            topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, header.sysFlag)
         peer = conn.transport.getPeer()
         born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
         if is_batch:
             d = self.ctx.store.put_messages(
                 BatchToStore(
-                    topic=header.topic,
+                    topic=topic,
                     queue_id=queue_id,
                     sys_flag=header.sysFlag,
                     born_timestamp=header.bornTimestamp,
@@ -128,10 +133,9 @@ class SendProcessor:
                 )
             )
         else:
-            tags = props.get(PROPERTY_TAGS)
             d = self.ctx.store.put_message(
                 MessageToStore(
-                    topic=header.topic,
+                    topic=topic,
                     queue_id=queue_id,
                     flag=header.flag,
                     body=request.body,
@@ -141,10 +145,22 @@ class SendProcessor:
                     born_host=born_host,
                     store_host=self.ctx.store_host,
                     reconsume_times=header.reconsumeTimes or 0,
-                    tags_code=java_string_hash(tags) if tags else 0,
                 )
             )
-        return d.addCallback(self._answer, request, queue_id)
+        return d.addCallback(self._answer, request, reply_queue)
+
+    def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
+        """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
+        group = topic[len(RETRY_PREFIX):]
+        group_cfg = self.ctx.groups.find(group)
+        limit = header.maxReconsumeTimes if header.maxReconsumeTimes is not None else (group_cfg.retryMaxTimes if group_cfg else 16)
+        if (header.reconsumeTimes or 0) < limit:
+            return topic, queue_id
+        dlq = DLQ_PREFIX + group
+        _, created = self.ctx.topics.create_system_topic(dlq, 1, PERM_WRITE)
+        if created:
+            self.ctx.registrar.register_all(oneway=True)
+        return dlq, 0
 
     def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
         if result.status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):

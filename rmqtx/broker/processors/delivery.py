@@ -1,0 +1,139 @@
+"""CONSUMER_SEND_MSG_BACK (36) to retry/DLQ, LOCK/UNLOCK_BATCH_MQ (41/42), GET_ALL_DELAY_OFFSET (45)."""
+
+from __future__ import annotations
+
+import random
+
+import orjson
+
+from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
+from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
+from rmqtx.common.message import parse_properties, properties_to_string
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader
+from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.record import RecordError, decode_record, offset_msg_id
+from rmqtx.store.results import MessageToStore, PutResult
+
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+PROPERTY_WAIT = "WAIT"
+PROPERTY_DELAY = "DELAY"
+#: Java 3.4.9: from this client version on, the request's maxReconsumeTimes wins over the group's.
+V3_4_9 = 156
+DLQ_QUEUE_NUMS = 1
+
+
+def _host_bytes(host: str) -> bytes:
+    import ipaddress
+
+    return ipaddress.ip_address(host).packed
+
+
+class DeliveryProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+
+    def table(self) -> dict:
+        return {
+            RequestCode.CONSUMER_SEND_MSG_BACK: self.send_back,
+            RequestCode.LOCK_BATCH_MQ: self.lock_batch,
+            RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch,
+            RequestCode.GET_ALL_DELAY_OFFSET: self.all_delay_offset,
+        }
+
+    # -- retry and DLQ ----------------------------------------------------------------------
+    def send_back(self, request: RemotingCommand, conn: RemotingProtocol):
+        ctx = self.ctx
+        header = ConsumerSendMsgBackRequestHeader.from_command(request)
+        group_cfg = ctx.groups.find(header.group)
+        if group_cfg is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {header.group}{FAQ_SUFFIX}"
+            )
+        if not is_writeable(ctx.config.brokerPermission):
+            return request.make_response(ResponseCode.NO_PERMISSION, f"the broker[{ctx.config.brokerIP1}] sending message is forbidden")
+        if group_cfg.retryQueueNums <= 0:
+            return request.make_response(ResponseCode.SUCCESS)
+        topic = RETRY_PREFIX + header.group
+        queue_id = random.randrange(group_cfg.retryQueueNums)
+        tc, created = ctx.topics.create_system_topic(topic, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE)
+        if not is_writeable(tc.perm):
+            return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        raw = ctx.store.look_message_by_offset(header.offset)
+        try:
+            record = decode_record(raw) if raw else None
+        except RecordError:
+            record = None
+        if record is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
+        props = parse_properties(record.properties)
+        props.setdefault(PROPERTY_RETRY_TOPIC, record.topic)
+        props[PROPERTY_WAIT] = "false"
+        max_times = group_cfg.retryMaxTimes
+        if request.version >= V3_4_9 and header.maxReconsumeTimes is not None:
+            max_times = header.maxReconsumeTimes
+        delay = header.delayLevel
+        if record.reconsume_times >= max_times or delay < 0:
+            topic = DLQ_PREFIX + header.group
+            queue_id = random.randrange(DLQ_QUEUE_NUMS)
+            _, dlq_created = ctx.topics.create_system_topic(topic, DLQ_QUEUE_NUMS, PERM_WRITE)
+            created |= dlq_created
+        else:
+            if delay == 0:
+                delay = 3 + record.reconsume_times
+            props[PROPERTY_DELAY] = str(delay)
+        if not props.get(PROPERTY_ORIGIN_MESSAGE_ID):
+            props[PROPERTY_ORIGIN_MESSAGE_ID] = offset_msg_id(
+                _host_bytes(record.store_host), record.store_port, record.physical_offset
+            )
+        if created:
+            ctx.registrar.register_all(oneway=True)
+        store_topic, store_queue = ctx.schedule.redirect(topic, queue_id, props, record.sys_flag)
+        d = ctx.store.put_message(
+            MessageToStore(
+                topic=store_topic,
+                queue_id=store_queue,
+                flag=record.flag,
+                body=record.body,
+                properties=properties_to_string(props),
+                sys_flag=record.sys_flag,
+                born_timestamp=record.born_timestamp,
+                born_host=(record.born_host, record.born_port),
+                store_host=ctx.store_host,
+                reconsume_times=record.reconsume_times + 1,
+                prepared_transaction_offset=record.prepared_transaction_offset,
+            )
+        )
+        return d.addCallback(self._sent_back, request)
+
+    @staticmethod
+    def _sent_back(result: PutResult, request: RemotingCommand) -> RemotingCommand:
+        if result.ok:
+            return request.make_response(ResponseCode.SUCCESS)
+        return request.make_response(ResponseCode.SYSTEM_ERROR, result.remark or result.status.name)
+
+    # -- orderly locks ----------------------------------------------------------------------
+    @staticmethod
+    def _lock_body(request: RemotingCommand) -> tuple[str, str, list[tuple[str, str, int]]]:
+        data = loads_fastjson(request.body or b"{}")
+        mqs = [(str(m["topic"]), str(m["brokerName"]), int(m["queueId"])) for m in data.get("mqSet") or []]
+        return str(data.get("consumerGroup", "")), str(data.get("clientId", "")), mqs
+
+    def lock_batch(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        group, client_id, mqs = self._lock_body(request)
+        held = self.ctx.locks.try_lock_batch(group, mqs, client_id)
+        body = orjson.dumps({"lockOKMQSet": [{"brokerName": b, "queueId": q, "topic": t} for t, b, q in held]})
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+    def unlock_batch(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        group, client_id, mqs = self._lock_body(request)
+        self.ctx.locks.unlock_batch(group, mqs, client_id)
+        return request.make_response(ResponseCode.SUCCESS)
+
+    def all_delay_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        from rmqtx.broker.jsonfiles import pretty
+
+        return request.make_response(ResponseCode.SUCCESS, body=pretty(self.ctx.schedule.to_json()).encode())
