@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
-from twisted.internet import threads
+from twisted.internet import defer, threads
 
 _BARE_KEY = re.compile(rb"([{,]\s*)(-?\d+)(\s*:)")
 
@@ -51,7 +52,7 @@ def pretty(value: Any, depth: int = 0) -> str:
 
 def _write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{threading.get_ident()}.tmp")
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(text)
         fh.flush()
@@ -66,7 +67,7 @@ class JsonConfigFile:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._writing = None
+        self._lock = defer.DeferredLock()  # saves of one file run in order, so the newest content lands last
 
     def load(self) -> Any | None:
         """The parsed file, falling back to ``.bak`` when the main file is missing or torn."""
@@ -87,6 +88,9 @@ class JsonConfigFile:
         _write_atomically(self.path, pretty(value))
 
     def save(self, value: Any):
-        """Render on the caller's thread, write in a worker thread; returns a Deferred."""
-        text = pretty(value)
-        return threads.deferToThread(_write_atomically, self.path, text)
+        """Render on the caller's thread, write in a worker thread, one save of this file at a time."""
+        return self._lock.run(threads.deferToThread, _write_atomically, self.path, pretty(value))
+
+    def drain(self):
+        """A Deferred that fires once every save started so far has finished."""
+        return self._lock.run(lambda: None)

@@ -70,6 +70,9 @@ class ScheduleMessageService:
     def stop(self) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+
+    def persist_now(self) -> None:
+        """Blocking write of the progress (shutdown)."""
         self.file.save_now(self.to_json())
 
     def deliver_due(self) -> None:

@@ -128,7 +128,10 @@ class BrokerService(service.Service):
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:
+            for config_file in (ctx.topics.file, ctx.groups.file, ctx.offsets.file, ctx.schedule.file):
+                await config_file.drain()
             ctx.offsets.persist_now()
+            ctx.schedule.persist_now()
             ctx.store.shutdown()
 
     def stopService(self) -> "defer.Deferred[None]":

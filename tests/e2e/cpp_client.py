@@ -105,6 +105,99 @@ def pull(namesrv: str, topic: str, group: str, expression: str = "*") -> None:
     emit(kind="done", count=count)
 
 
+def delayed(namesrv: str, topic: str, group: str) -> None:
+    """Send level-1 and level-2 messages to a running consumer; report send and receive times."""
+    producer = Producer("P_" + group, timeout=5000)
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    producer.send_sync(message(topic, "warm-up"))  # creates the topic before the consumer looks for it
+    arrived = threading.Event()
+    got: dict[str, float] = {}
+
+    def on_message(msg) -> None:
+        body = text(msg.body)
+        if body.startswith("level-"):
+            got[body] = time.time()
+            emit(kind="recv", body=body, at=got[body], delay_level=msg.delay_time_level)
+            if len(got) == 2:
+                arrived.set()
+
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    time.sleep(3)
+    for level in (1, 2):
+        msg = message(topic, f"level-{level}", "TagD")
+        msg.set_delay_time_level(level)
+        emit(kind="sent", body=f"level-{level}", at=time.time(), status=int(producer.send_sync(msg).status))
+    arrived.wait(30)
+    consumer.shutdown()
+    producer.shutdown()
+
+
+def failing_once(namesrv: str, topic: str, group: str, expect: str, seconds: str) -> None:
+    """The listener fails every first delivery (reconsumeTimes 0); the broker must bring each back.
+
+    The C++ client may also send back the rest of a failed batch without calling the listener,
+    so a message can show up for the first time with reconsumeTimes 1.
+    """
+    retried: set[str] = set()
+    done = threading.Event()
+    lock = threading.Lock()
+
+    def on_message(msg) -> None:
+        body = text(msg.body)
+        with lock:
+            emit(kind="recv", body=body, reconsume=msg.reconsume_times, topic=text(msg.topic))
+            if msg.reconsume_times == 0:
+                raise RuntimeError("fail the first delivery")
+            retried.add(body)
+            if len(retried) >= int(expect):
+                done.set()
+
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    done.wait(float(seconds))
+    time.sleep(0.5)
+    consumer.shutdown()
+
+
+def orderly_produce(namesrv: str, topic: str, keys: str, per_key: str) -> None:
+    producer = Producer("P_order_" + topic, timeout=5000)
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    for seq in range(int(per_key)):
+        for key in range(int(keys)):
+            result = producer.send_orderly(message(topic, f"k{key}-{seq}", "TagO"), key)
+            emit(kind="sent", key=key, seq=seq, status=int(result.status))
+    producer.shutdown()
+
+
+def orderly_consume(namesrv: str, topic: str, group: str, seconds: str, instance: str) -> None:
+    consumer = PushConsumer(group, orderly=True)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.set_instance_name(instance)
+
+    def on_message(msg) -> None:
+        emit(kind="recv", body=text(msg.body), queue_id=msg.queue_id, at=time.time())
+
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    time.sleep(float(seconds))
+    consumer.shutdown()
+
+
 if __name__ == "__main__":
     scenario, *args = sys.argv[1:]
-    {"produce": produce, "push": push, "pull": pull}[scenario](*args)
+    {
+        "produce": produce,
+        "push": push,
+        "pull": pull,
+        "delayed": delayed,
+        "failing_once": failing_once,
+        "orderly_produce": orderly_produce,
+        "orderly_consume": orderly_consume,
+    }[scenario](*args)

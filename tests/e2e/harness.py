@@ -131,3 +131,34 @@ def run_client(argv: list[str], timeout: float, env: dict[str, str] | None = Non
     if proc.returncode != 0:
         raise AssertionError(f"{argv[1:3]} exited {proc.returncode}\nstdout:{proc.stdout[-3000:]}\nstderr:{proc.stderr[-3000:]}")
     return lines
+
+
+class ServerPerTest:
+    """Mixin for unittest.TestCase: a fresh standalone per test (trial runs no setUpClass)."""
+
+    server_conf: dict[str, str] = {}
+
+    def setUp(self) -> None:
+        self.home = tempfile.TemporaryDirectory(prefix="rmqtx-client-home-")
+        self.server = Standalone(dict(self.server_conf)).start()
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        self.home.cleanup()
+        if not clean:
+            raise AssertionError(f"standalone did not shut down cleanly\n{log}")
+
+    def wait_for_members(self, group: str, count: int, timeout: float = 20) -> None:
+        """Until the broker lists ``count`` consumers in ``group`` (they heartbeat at start)."""
+        deadline = time.time() + timeout
+        members: list = []
+        while time.time() < deadline:
+            resp = call(self.server.broker, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}))
+            if resp.code == ResponseCode.SUCCESS:
+                members = json.loads(resp.body)["consumerIdList"]
+                if len(members) >= count:
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"group {group} has members {members}, wanted {count}")

@@ -6,72 +6,61 @@ import json
 import subprocess
 import sys
 import time
-import tempfile
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import Standalone, run_client
+from tests.e2e.harness import ServerPerTest, run_client
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 SEND_OK = 0
 N = 8
 
 
-def expected_bodies() -> dict[str, tuple[str, str]]:
+def expected_bodies(prefix: str = "") -> dict[str, tuple[str, str]]:
     """Every body the produce scenario sends, with its tag and key."""
     tags = ("TagA", "TagB", "TagC")
     out = {f"sync-{i}": (tags[i % 3], f"key-sync-{i}") for i in range(N)}
     out.update({f"oneway-{i}": ("TagA", f"key-oneway-{i}") for i in range(N)})
     out.update({f"batch-{i}": ("TagB", f"key-batch-{i}") for i in range(3)})
     out.update({f"orderly-{i}": ("TagC", f"key-orderly-{i}") for i in range(N)})
-    return out
+    return {prefix + body: (tag, prefix + key) for body, (tag, key) in out.items()}
 
 
-class CppClientTest(unittest.TestCase):
-    server: Standalone
+class CppClientTest(ServerPerTest, unittest.TestCase):
+    topic = "T_cpp"
 
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.home = tempfile.TemporaryDirectory(prefix="rmqtx-cpp-home-")
-        cls.server = Standalone().start()
-        cls.topic = "T_cpp"
-        cls.sent = cls.client("produce", cls.topic, "P_cpp", str(N), timeout=90)
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        clean = cls.server.stop()
-        log = cls.server.log()
-        cls.server.close()
-        cls.home.cleanup()
-        assert clean, f"standalone did not shut down cleanly\n{log}"
-
-    @classmethod
-    def client(cls, *args: str, timeout: float = 90) -> list[dict]:
-        argv = [sys.executable, SCRIPT, args[0], cls.server.namesrv, *args[1:]]
-        return run_client(argv, timeout, env={"HOME": cls.home.name})
+    def client(self, *args: str, timeout: float = 90) -> list[dict]:
+        return run_client([sys.executable, SCRIPT, args[0], self.server.namesrv, *args[1:]], timeout, env={"HOME": self.home.name})
 
     def spawn(self, *args: str) -> subprocess.Popen:
         argv = [sys.executable, SCRIPT, args[0], self.server.namesrv, *args[1:]]
         return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"HOME": self.home.name, "PATH": "/usr/bin:/bin"})
 
+    def produce(self, topic: str | None = None, prefix: str = "") -> list[dict]:
+        return self.client("produce", topic or self.topic, "P_cpp", str(N), prefix)
+
+    def received(self, proc: subprocess.Popen) -> list[dict]:
+        out, err = proc.communicate(timeout=90)
+        self.assertEqual(proc.returncode, 0, err[-2000:])
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"recv"' in line]
+
     def test_sends_acknowledged(self) -> None:
-        kinds = [e["kind"] for e in self.sent]
-        self.assertEqual(kinds.count("sync"), N)
-        self.assertEqual(kinds.count("orderly"), N)
-        self.assertEqual(kinds.count("oneway"), N)
-        for event in self.sent:
+        sent = self.produce()
+        kinds = [e["kind"] for e in sent]
+        self.assertEqual([kinds.count(k) for k in ("sync", "oneway", "batch", "orderly")], [N, N, 1, N])
+        for event in sent:
             if event["kind"] in ("sync", "orderly", "batch"):
                 self.assertEqual(event["status"], SEND_OK, event)
             if event["kind"] in ("sync", "orderly"):  # the C++ client reports no id for a batch
                 self.assertEqual(len(event["msg_id"]), 32, event)
-        orderly = [e for e in self.sent if e["kind"] == "orderly"]
-        # orderly by key i % 2: each key's messages got consecutive queue offsets in one queue
-        for key in (0, 1):
+        orderly = [e for e in sent if e["kind"] == "orderly"]
+        for key in (0, 1):  # the same selector argument: one queue, consecutive offsets
             offsets = [e["offset"] for e in orderly if e["i"] % 2 == key]
             self.assertEqual(offsets, sorted(offsets))
             self.assertEqual(len(set(offsets)), len(offsets))
 
     def test_cluster_push_with_tag_expression(self) -> None:
+        self.produce()
         wanted = {b: tk for b, tk in expected_bodies().items() if tk[0] in ("TagA", "TagB")}
         events = self.client("push", self.topic, "C_cpp_tags", "TagA || TagB", "CLUSTERING", str(len(wanted)), "40")
         got = {e["body"]: (e["tags"], e["keys"]) for e in events if e["kind"] == "recv"}
@@ -80,26 +69,23 @@ class CppClientTest(unittest.TestCase):
 
     def test_broadcast_each_member_gets_everything(self) -> None:
         """Broadcast consumers start at the queue ends (CONSUME_FROM_LAST_OFFSET): start them, then send."""
-        topic = "T_cpp_bc"
-        self.client("produce", topic, "P_cpp_bc", "1", "warm-")  # creates the topic
-        everything = {f"bc-{b}" for b in expected_bodies()}
-        procs = [self.spawn("push", topic, "C_cpp_bc", "*", "BROADCASTING", str(len(everything)), "40", f"bc{i}") for i in range(2)]
-        time.sleep(6)  # both members subscribed and positioned at the end
-        self.client("produce", topic, "P_cpp_bc", str(N), "bc-")
+        self.server.create_topic(self.topic, 4)
+        everything = expected_bodies("bc-")
+        procs = [self.spawn("push", self.topic, "C_cpp_bc", "*", "BROADCASTING", str(len(everything)), "40", f"bc{i}") for i in range(2)]
+        self.wait_for_members("C_cpp_bc", 2)
+        time.sleep(2)  # each member positioned at the queue ends
+        self.produce(prefix="bc-")
         for proc in procs:
-            out, err = proc.communicate(timeout=90)
-            self.assertEqual(proc.returncode, 0, err[-2000:])
-            bodies = {json.loads(l)["body"] for l in out.splitlines() if l.startswith("{") and '"recv"' in l}
-            self.assertEqual(bodies, everything)
+            self.assertEqual({e["body"] for e in self.received(proc)}, set(everything))
 
     def test_two_cluster_consumers_split_queues(self) -> None:
+        self.server.create_topic(self.topic, 4)
         everything = expected_bodies()
         procs = [self.spawn("push", self.topic, "C_cpp_split", "*", "CLUSTERING", str(len(everything)), "25", f"sp{i}") for i in range(2)]
-        per_consumer = []
-        for proc in procs:
-            out, err = proc.communicate(timeout=90)
-            self.assertEqual(proc.returncode, 0, err[-2000:])
-            per_consumer.append([json.loads(l) for l in out.splitlines() if l.startswith("{") and '"recv"' in l])
+        self.wait_for_members("C_cpp_split", 2)
+        time.sleep(3)  # both members rebalanced onto two queues each
+        self.produce()
+        per_consumer = [self.received(proc) for proc in procs]
         union = {e["body"] for events in per_consumer for e in events}
         self.assertEqual(union, set(everything))
         queues = [{e["queue_id"] for e in events} for events in per_consumer]
@@ -107,6 +93,7 @@ class CppClientTest(unittest.TestCase):
         self.assertFalse(queues[0] & queues[1], f"both consumers read queues {queues[0] & queues[1]}")
 
     def test_pull_consumer_reads_all(self) -> None:
+        self.produce()
         events = self.client("pull", self.topic, "C_cpp_pull", "*")
         bodies = [e["body"] for e in events if e["kind"] == "recv"]
         self.assertEqual(sorted(bodies), sorted(expected_bodies()))

@@ -6,7 +6,7 @@ import shutil
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import REPO, Standalone, run_client
+from tests.e2e.harness import REPO, ServerPerTest, run_client
 
 SCRIPT = str(Path(__file__).with_name("node_client.js"))
 NODE = shutil.which("node")
@@ -14,18 +14,7 @@ MODULES = REPO / "interop" / "node" / "node_modules" / "ali-ons"
 
 
 @unittest.skipUnless(NODE and MODULES.exists(), "node or interop/node/node_modules missing (tox installs them)")
-class NodeClientTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.server = Standalone().start()
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        clean = cls.server.stop()
-        log = cls.server.log()
-        cls.server.close()
-        assert clean, f"standalone did not shut down cleanly\n{log}"
-
+class NodeClientTest(ServerPerTest, unittest.TestCase):
     def node(self, *args: str, timeout: float = 90) -> list[dict]:
         return run_client([NODE, SCRIPT, args[0], self.server.namesrv, *args[1:]], timeout)
 
