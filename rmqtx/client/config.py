@@ -1,0 +1,49 @@
+"""Client settings shared by producers and consumers of one client instance."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+
+
+def local_ip() -> str:
+    """The host's outward IPv4 address (what Java's RemotingUtil.getLocalAddress finds), else loopback."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # no packet is sent; the kernel just picks a source address
+            return s.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+
+
+def default_instance_name() -> str:
+    """Java 4.9 renames the DEFAULT instance to ``pid#nanotime`` so two clients in a process differ."""
+    return f"{os.getpid()}#{time.monotonic_ns()}"
+
+
+@dataclass
+class ClientConfig:
+    """Name servers, identity and the periods of the background tasks (seconds)."""
+
+    namesrv_addr: str
+    instance_name: str = field(default_factory=default_instance_name)
+    client_ip: str = field(default_factory=local_ip)
+    unit_name: str | None = None
+    rpc_timeout: float = 3.0
+    poll_namesrv_interval: float = 30.0
+    heartbeat_interval: float = 30.0
+    persist_offset_interval: float = 5.0
+    rebalance_interval: float = 20.0
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instanceName[@unitName]``, the id brokers group connections by."""
+        cid = f"{self.client_ip}@{self.instance_name}"
+        return f"{cid}@{self.unit_name}" if self.unit_name else cid
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        """Name server addresses; Java separates them with ``;``."""
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
