@@ -13,13 +13,7 @@ from rmqtx.broker.groups import SubscriptionGroupManager
 from rmqtx.broker.locks import RebalanceLockManager
 from rmqtx.broker.long_polling import PullHoldService
 from rmqtx.broker.offsets import ConsumerOffsetManager
-from rmqtx.broker.processors.admin import TopicAdminProcessor
-from rmqtx.broker.processors.client_manage import ClientManageProcessor
-from rmqtx.broker.processors.delivery import DeliveryProcessor
-from rmqtx.broker.processors.offsets import OffsetProcessor
-from rmqtx.broker.processors.pull import PullProcessor
-from rmqtx.broker.processors.query import QueryProcessor
-from rmqtx.broker.processors.send import SendProcessor
+from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.topics import TopicConfigManager
@@ -74,16 +68,8 @@ class BrokerService(service.Service):
             schedule=ScheduleMessageService(store, cfg.storePathRootDir, cfg.messageDelayLevel),
             locks=RebalanceLockManager(),
         )
-        for processor in (
-            SendProcessor(ctx),
-            PullProcessor(ctx),
-            ClientManageProcessor(ctx),
-            OffsetProcessor(ctx),
-            TopicAdminProcessor(ctx),
-            DeliveryProcessor(ctx),
-            QueryProcessor(ctx),
-        ):
-            self.dispatcher.register_many(processor.table())
+        for processor_class in PROCESSORS:
+            self.dispatcher.register_many(processor_class(ctx).table())
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
         return ctx

@@ -1,1 +1,22 @@
-"""Request processors, one module per request family."""
+"""Request processors, one module per request family; ``ALL`` is what the broker registers."""
+
+from __future__ import annotations
+
+from rmqtx.broker.processors.admin import TopicAdminProcessor
+from rmqtx.broker.processors.client_manage import ClientManageProcessor
+from rmqtx.broker.processors.delivery import DeliveryProcessor
+from rmqtx.broker.processors.offsets import OffsetProcessor
+from rmqtx.broker.processors.pull import PullProcessor
+from rmqtx.broker.processors.query import QueryProcessor
+from rmqtx.broker.processors.send import SendProcessor
+
+#: Each takes the BrokerContext and offers ``table() -> {request code: handler}``.
+ALL = (
+    SendProcessor,
+    PullProcessor,
+    ClientManageProcessor,
+    OffsetProcessor,
+    DeliveryProcessor,
+    QueryProcessor,
+    TopicAdminProcessor,
+)
