@@ -69,6 +69,9 @@ class BrokerConfig:
     regionId: str = "DefaultRegion"
     traceOn: bool = True
     rejectTransactionMessage: bool = False
+    transactionCheckInterval: int = 60000
+    transactionTimeOut: int = 6000
+    transactionCheckMax: int = 15
     enablePropertyFilter: bool = False
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     #: Everything read from the file, for the store and for GET_BROKER_CONFIG.

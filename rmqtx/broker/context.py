@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rmqtx.broker.registration import NamesrvRegistrar
     from rmqtx.broker.schedule import ScheduleMessageService
     from rmqtx.broker.topics import TopicConfigManager
+    from rmqtx.broker.transactions import TransactionService
     from rmqtx.store.message_store import MessageStore
 
 FAQ_SUFFIX = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
@@ -32,6 +33,7 @@ class BrokerContext:
     registrar: "NamesrvRegistrar"
     schedule: "ScheduleMessageService"
     locks: "RebalanceLockManager"
+    transactions: "TransactionService"
 
     @property
     def store_host(self) -> tuple[str, int]:

@@ -17,6 +17,7 @@ from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.topics import TopicConfigManager
+from rmqtx.broker.transactions import TransactionService
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
@@ -55,18 +56,20 @@ class BrokerService(service.Service):
         store = MessageStore(StoreConfig.from_properties(cfg.store_properties()))
         topics = TopicConfigManager(cfg, cfg.storePathRootDir)
         clients = ClientManager(self._notify_consumers)
+        offsets = ConsumerOffsetManager(cfg.storePathRootDir)
         holds = PullHoldService(self.reactor)
         ctx = BrokerContext(
             config=cfg,
             store=store,
             topics=topics,
             groups=SubscriptionGroupManager(cfg, cfg.storePathRootDir),
-            offsets=ConsumerOffsetManager(cfg.storePathRootDir),
+            offsets=offsets,
             clients=clients,
             holds=holds,
             registrar=NamesrvRegistrar(cfg, topics, self._namesrv_client),
             schedule=ScheduleMessageService(store, cfg.storePathRootDir, cfg.messageDelayLevel),
             locks=RebalanceLockManager(),
+            transactions=TransactionService(cfg, store, topics, offsets, clients, lambda: (cfg.brokerIP1, cfg.listenPort)),
         )
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
@@ -83,11 +86,13 @@ class BrokerService(service.Service):
         ctx.groups.load()
         ctx.offsets.load()
         ctx.schedule.load()
+        ctx.transactions.load()
         self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
         if self.config.listenPort == 0:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)
         ctx.schedule.start()
+        ctx.transactions.start()
         ctx.topics.file.save_now(ctx.topics.to_json())
         self._offset_flush = task.LoopingCall(ctx.offsets.persist)
         self._offset_flush.start(self.config.flushConsumerOffsetInterval / 1000, now=False)
@@ -111,6 +116,7 @@ class BrokerService(service.Service):
             await ctx.registrar.stop()
             ctx.holds.stop()
             ctx.schedule.stop()
+            ctx.transactions.stop()
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:

@@ -13,9 +13,7 @@ from rmqtx.client.consumer import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, Orde
 from rmqtx.client.errors import MQBrokerError, MQClientError
 from rmqtx.client.message import Message, MessageQueue, PullStatus, TransactionState
 from rmqtx.client.producer import Producer, TransactionProducer
-from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode
-from rmqtx.remoting.headers import EndTransactionRequestHeader
 from tests.client.support import ClusterTestCase, sleep, wait_until
 
 FAST_DELAYS = " ".join(["1s"] * 18)
@@ -118,13 +116,6 @@ class BrokerFeatureTest(ClusterTestCase):
         producer = TransactionProducer("P_tx", config=self.config(), execute=lambda msg, arg: states[arg], check=check)
         await producer.start()
         try:
-            # END_TRANSACTION goes oneway; ask once with an answer to learn whether the broker knows it
-            probe = EndTransactionRequestHeader("P_tx", 0, 0, 0, False, "probe")
-            try:
-                await producer.client.call(self.cluster.broker_addr, RemotingCommand.request(RequestCode.END_TRANSACTION, probe.to_fields()), 2.0)
-            except MQBrokerError as exc:
-                if exc.code == 3:
-                    self.skip_if_unsupported(exc, "END_TRANSACTION")
             for name in states:
                 result = await producer.send_in_transaction(Message("T_tx", name, tags="TagTx"), name)
                 self.assertEqual(result.local_state, states[name])

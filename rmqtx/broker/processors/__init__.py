@@ -9,6 +9,7 @@ from rmqtx.broker.processors.offsets import OffsetProcessor
 from rmqtx.broker.processors.pull import PullProcessor
 from rmqtx.broker.processors.query import QueryProcessor
 from rmqtx.broker.processors.send import SendProcessor
+from rmqtx.broker.processors.transaction import EndTransactionProcessor
 
 #: Each takes the BrokerContext and offers ``table() -> {request code: handler}``.
 ALL = (
@@ -19,4 +20,5 @@ ALL = (
     DeliveryProcessor,
     QueryProcessor,
     TopicAdminProcessor,
+    EndTransactionProcessor,
 )

@@ -8,6 +8,7 @@ from rmqtx.broker.clients import ClientChannel, SubscriptionData
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.topics import PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_name
 from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.filter import FilterSyntaxError, compile_cached
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import ConsumerGroupRequestHeader, UnregisterClientRequestHeader
@@ -91,6 +92,12 @@ class ClientManageProcessor:
         data = _body_json(request)
         sub = data.get("subscriptionData") or {}
         kind = str(sub.get("expressionType") or "TAG")
-        if kind not in ("", "TAG") and not self.ctx.config.enablePropertyFilter:
+        if kind in ("", "TAG"):
+            return request.make_response(ResponseCode.SUCCESS)
+        if not self.ctx.config.enablePropertyFilter:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}")
+        try:
+            compile_cached(str(sub.get("subString") or ""))
+        except FilterSyntaxError as exc:
+            return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return request.make_response(ResponseCode.SUCCESS)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.topics import is_readable
+from rmqtx.filter import FilterSyntaxError, compile_cached
+from rmqtx.store.record import RecordError, decode_record, parse_properties
 from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
@@ -29,6 +31,21 @@ def _pull_code(status: GetStatus, requested_offset: int) -> int:
     if status in (GetStatus.OFFSET_FOUND_NULL, GetStatus.OFFSET_OVERFLOW_ONE):
         return ResponseCode.PULL_NOT_FOUND
     return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
+
+
+def _keep_matching(result: GetResult, expression) -> None:
+    """SQL92: drop the records whose properties (TAGS included) do not match; none left = no match."""
+    kept = []
+    for raw in result.messages:
+        try:
+            props = parse_properties(decode_record(raw).properties)
+        except RecordError:
+            continue
+        if expression.matches(props):
+            kept.append(raw)
+    result.messages = kept
+    if not kept:
+        result.status = GetStatus.NO_MATCHED_MESSAGE
 
 
 class PullProcessor:
@@ -80,13 +97,21 @@ class PullProcessor:
         sub, error = self._subscription(request, header)
         if error is not None:
             return error
-        if not sub.is_tag_type and not ctx.config.enablePropertyFilter:
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expressionType}"
-            )
+        expression = None
+        if not sub.is_tag_type:
+            if not ctx.config.enablePropertyFilter:
+                return request.make_response(
+                    ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expressionType}"
+                )
+            try:
+                expression = compile_cached(sub.subString)
+            except FilterSyntaxError as exc:
+                return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         result: GetResult = ctx.store.get_message(
             header.topic, header.queueId, header.queueOffset, header.maxMsgNums, sub.tag_filter()
         )
+        if expression is not None and result.status is GetStatus.FOUND:
+            _keep_matching(result, expression)
         code = _pull_code(result.status, header.queueOffset)
         response = request.make_response(code, result.status.name)
         PullMessageResponseHeader(MASTER_ID, result.next_begin_offset, result.min_offset, result.max_offset).apply_to(response)

@@ -16,7 +16,13 @@ from rmqtx.broker.topics import (
     is_writeable,
     validate_name,
 )
-from rmqtx.common.message import PROPERTY_CLUSTER, PROPERTY_WAIT, parse_properties, properties_to_string
+from rmqtx.common.message import (
+    PROPERTY_CLUSTER,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_WAIT,
+    parse_properties,
+    properties_to_string,
+)
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
@@ -25,6 +31,8 @@ from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStat
 
 #: Topics clients may not send to directly.
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC"})
+
+TRANSACTION_MASK = 0xC
 
 _PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
     PutStatus.CREATE_MAPPED_FILE_FAILED: (ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
@@ -111,12 +119,21 @@ class SendProcessor:
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
         props = parse_properties(header.properties)
         is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
-        if not is_batch and props.get(PROPERTY_WAIT) == "true":
-            del props[PROPERTY_WAIT]  # Java drops the default WAIT=true of single messages, keeps it for batches
+        is_half = not is_batch and props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
+        if is_half and self.ctx.config.rejectTransactionMessage:
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{self.ctx.config.brokerIP1}] sending transaction message is forbidden"
+            )
+        if not is_batch and not is_half and props.get(PROPERTY_WAIT) == "true":
+            del props[PROPERTY_WAIT]  # Java drops the default WAIT=true of plain messages only
         props[PROPERTY_CLUSTER] = self.ctx.config.brokerClusterName
-        reply_topic, reply_queue = topic, queue_id
-        if not is_batch:
-            topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, header.sysFlag)
+        reply_queue = queue_id
+        sys_flag = header.sysFlag
+        if is_half:
+            topic, queue_id = self.ctx.transactions.prepare(topic, queue_id, props)
+            sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
+        elif not is_batch:
+            topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
         peer = conn.transport.getPeer()
         born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
         if is_batch:
@@ -124,7 +141,7 @@ class SendProcessor:
                 BatchToStore(
                     topic=topic,
                     queue_id=queue_id,
-                    sys_flag=header.sysFlag,
+                    sys_flag=sys_flag,
                     born_timestamp=header.bornTimestamp,
                     born_host=born_host,
                     store_host=self.ctx.store_host,
@@ -140,7 +157,7 @@ class SendProcessor:
                     flag=header.flag,
                     body=request.body,
                     properties=properties_to_string(props),
-                    sys_flag=header.sysFlag,
+                    sys_flag=sys_flag,
                     born_timestamp=header.bornTimestamp,
                     born_host=born_host,
                     store_host=self.ctx.store_host,

@@ -1,0 +1,241 @@
+"""Transactional messages: half messages, commit/rollback with op records, and check-back.
+
+Half messages wait in RMQ_SYS_TRANS_HALF_TOPIC; END_TRANSACTION puts the committed copy on its
+real topic and/or writes an op record (body = the half queue offset) to RMQ_SYS_TRANS_OP_HALF_TOPIC.
+Unresolved halves older than the timeout are re-put with TRANSACTION_CHECK_TIMES + 1 and their
+producer group is asked (CHECK_TRANSACTION_STATE); after transactionCheckMax checks they are dropped.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from typing import Callable
+
+from twisted.internet import defer, task
+from twisted.logger import Logger
+
+from rmqtx.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
+from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties, properties_to_string
+from rmqtx.remoting.codes import RequestCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import CheckTransactionStateRequestHeader
+from rmqtx.store.record import RecordError, decode_record, encode_record, offset_msg_id
+from rmqtx.store.results import MessageToStore, PutResult
+
+log = Logger(namespace="rmqtx.broker.transactions")
+
+CHECK_GROUP = "CID_RMQ_SYS_TRANS"
+CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+PROPERTY_PRODUCER_GROUP = "PGROUP"
+PROPERTY_UNIQ_KEY = "UNIQ_KEY"
+PROPERTY_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+PROPERTY_CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+PROPERTY_WAIT = "WAIT"
+OP_TAG = "d"
+TRANSACTION_MASK, COMMIT, ROLLBACK = 0xC, 0x8, 0xC
+
+
+class TransactionError(Exception):
+    """An END_TRANSACTION that does not name a pending half message; the remark says why."""
+
+
+def _host_bytes(host: str) -> bytes:
+    return ipaddress.ip_address(host).packed
+
+
+class TransactionService:
+    def __init__(self, config, store, topics, offsets, clients, store_host: Callable[[], tuple[str, int]],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.config = config
+        self.store = store
+        self.topics = topics
+        self.offsets = offsets
+        self.clients = clients
+        self.store_host = store_host
+        self.clock = clock
+        self.resolved_offsets: set[int] = set()  # half queue offsets with an op record
+        self.resolved_ids: set[str] = set()  # transactions (UNIQ_KEY) already committed or rolled back
+        self._loop: task.LoopingCall | None = None
+
+    # -- life -------------------------------------------------------------------------------
+    def load(self) -> None:
+        """Rebuild what is resolved from the op queue (small: one record per transaction)."""
+        op_max = self.store.get_max_offset_in_queue(TRANS_OP_HALF_TOPIC, 0)
+        offset = self.store.get_min_offset_in_queue(TRANS_OP_HALF_TOPIC, 0)
+        while offset < op_max:
+            result = self.store.get_message(TRANS_OP_HALF_TOPIC, 0, offset, 32)
+            for raw in result.messages:
+                try:
+                    half_offset = int(decode_record(raw).body)
+                except (RecordError, ValueError):
+                    continue
+                self._mark_resolved(half_offset)
+            if result.next_begin_offset <= offset:
+                break
+            offset = result.next_begin_offset
+
+    def _mark_resolved(self, half_offset: int) -> None:
+        self.resolved_offsets.add(half_offset)
+        half = self._half_at(half_offset)
+        if half is not None:
+            uniq = parse_properties(half.properties).get(PROPERTY_UNIQ_KEY)
+            if uniq:
+                self.resolved_ids.add(uniq)
+
+    def start(self) -> None:
+        self._loop = task.LoopingCall(self.check)
+        self._loop.start(self.config.transactionCheckInterval / 1000, now=False)
+
+    def stop(self) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+
+    # -- half messages ----------------------------------------------------------------------
+    def prepare(self, topic: str, queue_id: int, props: dict[str, str]) -> tuple[str, int]:
+        """Redirect a prepared message into the half topic (its real place kept in properties)."""
+        props[PROPERTY_REAL_TOPIC] = topic
+        props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        _, created = self.topics.create_system_topic(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+        return TRANS_HALF_TOPIC, 0
+
+    def _half_at(self, queue_offset: int):
+        result = self.store.get_message(TRANS_HALF_TOPIC, 0, queue_offset, 1)
+        if not result.messages:
+            return None
+        try:
+            return decode_record(result.messages[0])
+        except RecordError:
+            return None
+
+    # -- END_TRANSACTION --------------------------------------------------------------------
+    def end(self, producer_group: str, commit_log_offset: int, table_offset: int, state: int) -> "defer.Deferred[None]":
+        """Commit or roll back one half message; repeated or late ends change nothing."""
+        raw = self.store.look_message_by_offset(commit_log_offset)
+        try:
+            half = decode_record(raw) if raw else None
+        except RecordError:
+            half = None
+        if half is None or half.topic != TRANS_HALF_TOPIC:
+            return defer.fail(TransactionError(f"Find prepared transaction message failed, offset {commit_log_offset}"))
+        props = parse_properties(half.properties)
+        if props.get(PROPERTY_PRODUCER_GROUP) != producer_group:
+            return defer.fail(TransactionError("The producer group wrong"))
+        if half.queue_offset != table_offset:
+            return defer.fail(TransactionError("The transaction state table offset wrong"))
+        uniq = props.get(PROPERTY_UNIQ_KEY, "")
+        if half.queue_offset in self.resolved_offsets or (uniq and uniq in self.resolved_ids):
+            return defer.succeed(None)
+        if uniq:
+            self.resolved_ids.add(uniq)
+        self.resolved_offsets.add(half.queue_offset)
+        d = self._put_final(half, props) if state == COMMIT else defer.succeed(None)
+        return d.addCallback(lambda _: self._write_op(half))
+
+    def _put_final(self, half, props: dict[str, str]) -> "defer.Deferred[PutResult]":
+        """The committed copy: real topic and queue, the half's properties string as it was."""
+        return self.store.put_message(
+            MessageToStore(
+                topic=props[PROPERTY_REAL_TOPIC],
+                queue_id=int(props.get(PROPERTY_REAL_QUEUE_ID, "0")),
+                flag=half.flag,
+                body=half.body,
+                properties=half.properties,
+                sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | COMMIT,
+                born_timestamp=half.born_timestamp,
+                born_host=(half.born_host, half.born_port),
+                store_host=self.store_host(),
+                reconsume_times=half.reconsume_times,
+                prepared_transaction_offset=half.physical_offset,
+            )
+        )
+
+    def _write_op(self, half) -> "defer.Deferred[PutResult]":
+        self.topics.create_system_topic(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
+        return self.store.put_message(
+            MessageToStore(
+                topic=TRANS_OP_HALF_TOPIC,
+                queue_id=0,
+                flag=0,
+                body=str(half.queue_offset).encode(),
+                properties=properties_to_string({PROPERTY_WAIT: "true", "TAGS": OP_TAG}),
+                sys_flag=0,
+                born_timestamp=int(self.clock() * 1000),
+                born_host=self.store_host(),
+                store_host=self.store_host(),
+            )
+        )
+
+    # -- check-back -------------------------------------------------------------------------
+    def check(self) -> None:
+        """One pass over unresolved half messages, from the saved progress on."""
+        offset = max(self.offsets.query(CHECK_GROUP, TRANS_HALF_TOPIC, 0), self.store.get_min_offset_in_queue(TRANS_HALF_TOPIC, 0))
+        end = self.store.get_max_offset_in_queue(TRANS_HALF_TOPIC, 0)
+        now_ms = int(self.clock() * 1000)
+        while offset < end:
+            if offset in self.resolved_offsets:
+                offset += 1
+                continue
+            half = self._half_at(offset)
+            if half is None:
+                offset += 1
+                continue
+            props = parse_properties(half.properties)
+            if props.get(PROPERTY_UNIQ_KEY) in self.resolved_ids:
+                offset += 1
+                continue
+            times = int(props.get(PROPERTY_CHECK_TIMES, "0") or 0)
+            immunity_s = props.get(PROPERTY_CHECK_IMMUNITY)
+            wait_ms = int(immunity_s) * 1000 if immunity_s and immunity_s.isdigit() else self.config.transactionTimeOut
+            if now_ms - half.store_timestamp < wait_ms:
+                break  # later halves are younger still
+            if times >= self.config.transactionCheckMax:
+                self._discard(half)
+            else:
+                props[PROPERTY_CHECK_TIMES] = str(times + 1)
+                props[PROPERTY_WAIT] = "false"
+                self._renew_and_ask(half, props)
+            offset += 1
+        self.offsets.commit(CHECK_GROUP, TRANS_HALF_TOPIC, 0, offset)
+
+    def _discard(self, half) -> None:
+        """Checked too often: give up (rolled back), keeping a copy where operators can find it."""
+        log.info("transaction {offset} checked {max} times: discarded", offset=half.physical_offset, max=self.config.transactionCheckMax)
+        self.topics.create_system_topic(CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
+        self.store.put_message(self._copy(half, CHECK_MAX_TIME_TOPIC, half.properties))
+
+    def _copy(self, half, topic: str, properties: str) -> MessageToStore:
+        return MessageToStore(
+            topic=topic, queue_id=0, flag=half.flag, body=half.body, properties=properties, sys_flag=half.sys_flag,
+            born_timestamp=half.born_timestamp, born_host=(half.born_host, half.born_port), store_host=self.store_host(),
+            reconsume_times=half.reconsume_times, prepared_transaction_offset=half.prepared_transaction_offset,
+        )
+
+    def _renew_and_ask(self, half, props: dict[str, str]) -> None:
+        """Re-put the half with its check count raised, then ask a live producer of its group."""
+        d = self.store.put_message(self._copy(half, TRANS_HALF_TOPIC, properties_to_string(props)))
+        d.addCallback(self._ask, props)
+
+    def _ask(self, result: PutResult, props: dict[str, str]) -> None:
+        if not result.ok:
+            return
+        channel = self.clients.producer_channel(props.get(PROPERTY_PRODUCER_GROUP, ""))
+        if channel is None:
+            log.info("no live producer of group {group} to check a transaction", group=props.get(PROPERTY_PRODUCER_GROUP))
+            return
+        renewed = decode_record(self.store.look_message_by_offset(result.wrote_offset))
+        uniq = props.get(PROPERTY_UNIQ_KEY)
+        header = CheckTransactionStateRequestHeader(
+            tranStateTableOffset=renewed.queue_offset,
+            commitLogOffset=renewed.physical_offset,
+            msgId=uniq,
+            transactionId=uniq,
+            offsetMsgId=offset_msg_id(_host_bytes(renewed.store_host), renewed.store_port, renewed.physical_offset),
+        )
+        body = encode_record(
+            renewed.sys_flag, int(props.get(PROPERTY_REAL_QUEUE_ID, "0")), renewed.flag, renewed.queue_offset,
+            renewed.physical_offset, renewed.born_timestamp, (renewed.born_host, renewed.born_port),
+            renewed.store_timestamp, (renewed.store_host, renewed.store_port), renewed.reconsume_times,
+            renewed.prepared_transaction_offset, renewed.body, props.get(PROPERTY_REAL_TOPIC, renewed.topic), renewed.properties,
+        )
+        channel.conn.invoke_oneway(header.apply_to(RemotingCommand(RequestCode.CHECK_TRANSACTION_STATE, body=body)))
