@@ -62,11 +62,12 @@ class Standalone:
         self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         self.log_path = self.root / "twistd.log"
         self.proc: subprocess.Popen | None = None
+        self.extra_twistd_args: list[str] = []  # e.g. --profile for benchmarks
 
     def start(self, timeout: float = 20.0) -> "Standalone":
         cmd = [
             sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
-            "-n", "--pidfile=", "--logfile", str(self.log_path), "rmqstandalone",
+            "-n", "--pidfile=", "--logfile", str(self.log_path), *self.extra_twistd_args, "rmqstandalone",
             "-c", str(self.conf_path), "--namesrv-port", str(self.namesrv_port),
             "--port", str(self.broker_port), "--store", str(self.root / "store"),
         ]
