@@ -15,6 +15,9 @@ from rmqtx.remoting.headers import BrokerIdentityRequestHeader, RegisterBrokerRe
 
 log = Logger(namespace="rmqtx.broker.registration")
 
+#: A failed registration is retried this soon, not only at the next 30 s period.
+RETRY_SECONDS = 2.0
+
 
 class NamesrvRegistrar:
     def __init__(self, config, topics, client: RemotingClient) -> None:
@@ -22,6 +25,8 @@ class NamesrvRegistrar:
         self.topics = topics
         self.client = client
         self._loop: task.LoopingCall | None = None
+        self._retrying: set[str] = set()
+        self._retry_calls: dict[str, object] = {}
 
     def _body(self) -> bytes:
         return orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.to_json()})
@@ -40,17 +45,33 @@ class NamesrvRegistrar:
         return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_fields(), body, oneway=oneway)
 
     def register_all(self, oneway: bool = False) -> "defer.Deferred[list]":
-        """Register with each NameServer; failures are logged, never raised."""
-        calls = []
-        for addr in self.config.namesrv_addrs:
-            request = self._register_request(oneway)
-            if oneway:
-                d = self.client.invoke_oneway(addr, request)
-            else:
-                d = self.client.invoke(addr, request, timeout=self.config.registerBrokerTimeoutMills / 1000)
-            d.addErrback(lambda f, a=addr: log.warn("register to {addr} failed: {why}", addr=a, why=f.getErrorMessage()))
-            calls.append(d)
-        return defer.gatherResults(calls)
+        """Register with each NameServer; failures are logged and retried soon, never raised."""
+        return defer.gatherResults([self._register(addr, oneway) for addr in self.config.namesrv_addrs])
+
+    def _register(self, addr: str, oneway: bool) -> "defer.Deferred":
+        request = self._register_request(oneway)
+        if oneway:
+            d = self.client.invoke_oneway(addr, request)
+        else:
+            d = self.client.invoke(addr, request, timeout=self.config.registerBrokerTimeoutMills / 1000)
+        d.addErrback(self._failed, addr)
+        return d
+
+    def _failed(self, failure, addr: str) -> None:
+        """A NameServer that is not up yet (started after us) is tried again in a few seconds."""
+        log.warn("register to {addr} failed: {why}", addr=addr, why=failure.getErrorMessage())
+        running = self._loop is not None and self._loop.running
+        if running and addr not in self._retrying:
+            from twisted.internet import reactor
+
+            self._retrying.add(addr)
+
+            def retry() -> None:
+                self._retrying.discard(addr)
+                if self._loop is not None and self._loop.running:
+                    self._register(addr, False)
+
+            self._retry_calls[addr] = reactor.callLater(RETRY_SECONDS, retry)
 
     def start(self) -> "defer.Deferred":
         self._loop = task.LoopingCall(self.register_all)
@@ -60,6 +81,9 @@ class NamesrvRegistrar:
         """Stop the timer and unregister from each NameServer (best effort, short timeout)."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        for call in self._retry_calls.values():
+            if call.active():
+                call.cancel()
         header = BrokerIdentityRequestHeader(
             brokerName=self.config.brokerName,
             brokerAddr=self.config.broker_addr,
