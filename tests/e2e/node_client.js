@@ -37,6 +37,47 @@ async function consume(nameSrv, topic, group, expression, expect, seconds) {
   emit({ kind: 'done', count: seen });
 }
 
+// Consume with a handler that fails as told: 'first' fails deliveries with reconsumeTimes 0, 'always' every one.
+async function failing(nameSrv, topic, group, mode, maxReconsumeTimes, expect, seconds) {
+  const consumer = new Consumer({ nameSrv, consumerGroup: group, httpclient: {}, logger: quietLogger,
+    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', maxReconsumeTimes: Number(maxReconsumeTimes) });
+  let settled = 0;
+  let finish;
+  const done = new Promise((resolve) => { finish = resolve; setTimeout(resolve, Number(seconds) * 1000); });
+  consumer.subscribe(topic, '*', async (msg) => {
+    emit({ kind: 'recv', body: msg.body.toString(), reconsume: msg.reconsumeTimes, topic: msg.topic });
+    if (mode === 'always' || msg.reconsumeTimes === 0) throw new Error('fail on purpose');
+    if (++settled >= Number(expect)) finish();
+  });
+  await consumer.ready();
+  await done;
+  await consumer.close();
+}
+
+// Send delayed messages to a running consumer; report send and arrival times.
+async function delayed(nameSrv, topic, group) {
+  const producer = new Producer({ nameSrv, producerGroup: 'P_' + group, httpclient: {}, logger: quietLogger });
+  await producer.ready();
+  const consumer = new Consumer({ nameSrv, consumerGroup: group, httpclient: {}, logger: quietLogger, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET' });
+  let finish;
+  let seen = 0;
+  const done = new Promise((resolve) => { finish = resolve; setTimeout(resolve, 30000); });
+  consumer.subscribe(topic, '*', async (msg) => {
+    emit({ kind: 'recv', body: msg.body.toString(), at: Date.now() / 1000 });
+    if (++seen >= 2) finish();
+  });
+  await consumer.ready();
+  await new Promise((r) => setTimeout(r, 3000));
+  for (const level of [1, 2]) {
+    const msg = new Message(topic, 'TagD', Buffer.from(`level-${level}`));
+    msg.delayTimeLevel = level;
+    emit({ kind: 'sent', body: `level-${level}`, at: Date.now() / 1000, status: (await producer.send(msg)).sendStatus });
+  }
+  await done;
+  await consumer.close();
+  await producer.close();
+}
+
 const [scenario, ...args] = process.argv.slice(2);
-const run = { produce, consume }[scenario];
+const run = { produce, consume, failing, delayed }[scenario];
 run(...args).then(() => process.exit(0), (err) => { console.error(err && err.stack || String(err)); process.exit(1); });

@@ -31,3 +31,45 @@ class NodeClientTest(ServerPerTest, unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(NODE and MODULES.exists(), "node or interop/node/node_modules missing (tox installs them)")
+class NodeDeliveryTest(ServerPerTest, unittest.TestCase):
+    """Issue 7 with ali-ons: delay levels, retry through a failing handler, DLQ after maxReconsumeTimes."""
+
+    server_conf = {"messageDelayLevel": "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"}
+
+    def node(self, *args: str, timeout: float = 90) -> list[dict]:
+        return run_client([NODE, SCRIPT, args[0], self.server.namesrv, *args[1:]], timeout)
+
+    def test_delay_levels(self) -> None:
+        self.server.create_topic("T_node_delay")
+        events = self.node("delayed", "T_node_delay", "C_node_delay")
+        sent = {e["body"]: e["at"] for e in events if e["kind"] == "sent"}
+        got = {e["body"]: e["at"] for e in events if e["kind"] == "recv"}
+        self.assertEqual(set(got), {"level-1", "level-2"})
+        self.assertGreaterEqual(got["level-1"] - sent["level-1"], 0.95)
+        self.assertGreaterEqual(got["level-2"] - sent["level-2"], 1.95)
+
+    def test_failing_handler_sees_message_again(self) -> None:
+        self.server.create_topic("T_node_retry")
+        self.node("produce", "T_node_retry", "P_node_retry", "3")
+        events = self.node("failing", "T_node_retry", "C_node_retry", "first", "16", "3", "40")
+        seen: dict[str, list[int]] = {}
+        for e in events:
+            if e["kind"] == "recv":
+                seen.setdefault(e["body"], []).append(e["reconsume"])
+        self.assertEqual(sorted(seen), ["node-0", "node-1", "node-2"])
+        for body, reconsumes in seen.items():
+            self.assertEqual(reconsumes[:2], [0, 1], body)
+
+    def test_always_failing_ends_in_the_dlq(self) -> None:
+        from rmqtx.remoting import RemotingCommand, RequestCode, ResponseCode
+        from tests.e2e.harness import call
+
+        self.server.create_topic("T_node_dlq")
+        self.node("produce", "T_node_dlq", "P_node_dlq", "1")
+        self.node("failing", "T_node_dlq", "C_node_dlq", "always", "1", "99", "8")
+        resp = call(self.server.broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "%DLQ%C_node_dlq", "queueId": 0}))
+        self.assertEqual(resp.code, ResponseCode.SUCCESS)
+        self.assertEqual(resp.ext_fields["offset"], "1")

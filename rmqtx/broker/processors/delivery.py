@@ -22,7 +22,7 @@ PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
 PROPERTY_WAIT = "WAIT"
 PROPERTY_DELAY = "DELAY"
 #: Java 3.4.9: from this client version on, the request's maxReconsumeTimes wins over the group's.
-V3_4_9 = 156
+V3_4_9 = 121
 DLQ_QUEUE_NUMS = 1
 
 
