@@ -30,6 +30,8 @@ STORE_KEYS = frozenset(
         "messageIndexEnable",
         "flushDiskType",
         "storePathRootDir",
+        "enableConsumeQueueExt",
+        "mappedFileSizeConsumeQueueExt",
     }
 )
 
@@ -73,6 +75,10 @@ class BrokerConfig:
     transactionTimeOut: int = 6000
     transactionCheckMax: int = 15
     enablePropertyFilter: bool = False
+    enableCalcFilterBitMap: bool = False
+    expectConsumerNumUseFilter: int = 32
+    maxErrorRateOfBloomFilter: int = 20
+    filterDataCleanTimeSpan: int = 24 * 3600 * 1000
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
     #: Everything read from the file, for the store and for GET_BROKER_CONFIG.
     properties: dict[str, str] = field(default_factory=dict)
@@ -111,6 +117,8 @@ class BrokerConfig:
         props.setdefault("flushDiskType", self.flushDiskType)
         props.setdefault("maxMessageSize", str(self.maxMessageSize))
         props.setdefault("messageDelayLevel", self.messageDelayLevel)
+        if self.enableCalcFilterBitMap:  # bit maps live in the ext files (Java needs both switches set)
+            props.setdefault("enableConsumeQueueExt", "true")
         return props
 
     def as_properties(self) -> dict[str, str]:

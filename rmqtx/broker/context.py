@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rmqtx.broker.clients import ClientManager
     from rmqtx.broker.config import BrokerConfig
+    from rmqtx.broker.filters import ConsumerFilterManager
     from rmqtx.broker.groups import SubscriptionGroupManager
     from rmqtx.broker.locks import RebalanceLockManager
     from rmqtx.broker.long_polling import PullHoldService
@@ -34,6 +35,7 @@ class BrokerContext:
     schedule: "ScheduleMessageService"
     locks: "RebalanceLockManager"
     transactions: "TransactionService"
+    filters: "ConsumerFilterManager"
 
     @property
     def store_host(self) -> tuple[str, int]:

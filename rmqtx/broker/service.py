@@ -9,6 +9,7 @@ from twisted.logger import Logger
 from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.filters import ConsumerFilterManager
 from rmqtx.broker.groups import SubscriptionGroupManager
 from rmqtx.broker.locks import RebalanceLockManager
 from rmqtx.broker.long_polling import PullHoldService
@@ -58,6 +59,7 @@ class BrokerService(service.Service):
         clients = ClientManager(self._notify_consumers)
         offsets = ConsumerOffsetManager(cfg.storePathRootDir)
         holds = PullHoldService(self.reactor)
+        filters = ConsumerFilterManager(cfg, lambda group: clients.consumer_group(group) is not None)
         ctx = BrokerContext(
             config=cfg,
             store=store,
@@ -70,11 +72,14 @@ class BrokerService(service.Service):
             schedule=ScheduleMessageService(store, cfg.storePathRootDir, cfg.messageDelayLevel),
             locks=RebalanceLockManager(),
             transactions=TransactionService(cfg, store, topics, offsets, clients, lambda: (cfg.brokerIP1, cfg.listenPort)),
+            filters=filters,
         )
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
+        if cfg.enableCalcFilterBitMap:
+            store.set_bitmap_calculator(filters.calc_bitmap)
         return ctx
 
     # -- life -------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ class StoreConfig:
     store_path_commit_log: str | None = None
     mapped_file_size_commit_log: int = 1024**3
     mapped_file_size_consume_queue: int = 300000 * CQ_UNIT_SIZE
+    enable_consume_queue_ext: bool = False
+    mapped_file_size_consume_queue_ext: int = 48 * 1024 * 1024
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 20_000_000
     flush_disk_type: str = "ASYNC_FLUSH"
@@ -67,6 +69,10 @@ class StoreConfig:
     @property
     def consume_queue_dir(self) -> str:
         return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def consume_queue_ext_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue_ext")
 
     @property
     def index_dir(self) -> str:

@@ -6,6 +6,7 @@ import os
 import struct
 from concurrent.futures import Executor
 
+from .consume_queue_ext import ConsumeQueueExt, is_ext_addr
 from .mapped_file import MappedFile, MappedFileQueue
 
 log = logging.getLogger(__name__)
@@ -16,14 +17,18 @@ _PRE_BLANK = UNIT.pack(0, 0x7FFFFFFF, 0)
 
 
 class ConsumeQueue:
-    """One topic/queue's index of commit log positions, numbered by consume queue offset."""
+    """One topic/queue's index of commit log positions, numbered by consume queue offset.
+
+    With an ext root (enableConsumeQueueExt) each unit's tag field holds the address of an ext unit.
+    """
 
     def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
-                 allocator: Executor | None = None) -> None:
+                 allocator: Executor | None = None, ext_root: str | None = None, ext_file_size: int = 0) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
         self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator)
+        self.ext = ConsumeQueueExt(topic, queue_id, ext_root, ext_file_size, allocator) if ext_root else None
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed
         self.min_logic_offset = 0
         self._prealloc_mark = file_size // 2
@@ -32,6 +37,8 @@ class ConsumeQueue:
 
     def load(self) -> None:
         self.queue.load()
+        if self.ext is not None:
+            self.ext.load()
 
     def recover(self) -> None:
         """Find the end of valid units in the last files (units must have offset >= 0, size > 0)."""
@@ -56,6 +63,16 @@ class ConsumeQueue:
         if last is not None:
             self._zero_garbage(last, last.wrote)
         self.queue.flushed_where = self.queue.max_offset
+        if self.ext is not None:
+            self.ext.recover(self._last_ext_addr())
+
+    def _last_ext_addr(self) -> int | None:
+        """The ext address in the last unit's tag field, if it holds one."""
+        last = self.queue.last
+        if last is None or last.wrote < UNIT_SIZE:
+            return None
+        tag = UNIT.unpack_from(last.mm, last.wrote - UNIT_SIZE)[2]
+        return tag if is_ext_addr(tag) else None
 
     def _zero_garbage(self, mf: MappedFile, pos: int) -> None:
         """Clear units past the end that a crash may have half written."""
@@ -67,9 +84,13 @@ class ConsumeQueue:
 
     def close(self) -> None:
         self.queue.close()
+        if self.ext is not None:
+            self.ext.close()
 
     def destroy(self) -> None:
         self.queue.destroy()
+        if self.ext is not None:
+            self.ext.destroy()
         try:
             os.rmdir(os.path.dirname(self.queue.directory))
         except OSError:
@@ -102,8 +123,9 @@ class ConsumeQueue:
             self.queue.flushed_where = mf.from_offset
         return mf
 
-    def put(self, phys_offset: int, size: int, tags_code: int, cq_offset: int) -> None:
-        """Append the unit for cq_offset unless it is already there."""
+    def put(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int = 0,
+            bitmap: bytes | None = None) -> None:
+        """Append the unit for cq_offset unless it is already there (with ext: its ext unit first)."""
         if phys_offset + size <= self.max_physic_offset:
             return
         mf = self.queue.last
@@ -116,6 +138,10 @@ class ConsumeQueue:
                 return
             log.warning("consume queue %s/%d: unit %d written at %d", self.topic, self.queue_id,
                         cq_offset, cur // UNIT_SIZE)
+        if self.ext is not None:
+            addr = self.ext.put(tags_code, store_ts, bitmap)
+            if addr is not None:
+                tags_code = addr
         UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
         mf.wrote += UNIT_SIZE
         self.max_physic_offset = phys_offset + size
@@ -185,6 +211,10 @@ class ConsumeQueue:
         if last is not None and last.wrote:
             off, size, _ = UNIT.unpack_from(last.mm, last.wrote - UNIT_SIZE)
             self.max_physic_offset = off + size
+        if self.ext is not None:
+            ext_addr = self._last_ext_addr()
+            if ext_addr is not None:
+                self.ext.truncate_by_max_address(ext_addr)
 
     def correct_min_offset(self, min_phys: int) -> None:
         """Move the first readable unit past units whose records were deleted."""
@@ -194,6 +224,10 @@ class ConsumeQueue:
         self.min_logic_offset = max(self.min_logic_offset, first.from_offset)
         pos = self._first_unit_at_or_after(first, min_phys)
         self.min_logic_offset = max(self.min_logic_offset, first.from_offset + pos)
+        if self.ext is not None and pos < first.wrote:
+            tag = UNIT.unpack_from(first.mm, pos)[2]
+            if is_ext_addr(tag):
+                self.ext.truncate_by_min_address(tag)
 
     def delete_expired(self, min_phys: int) -> int:
         """Delete whole files whose last unit points below min_phys; never the last file."""
@@ -211,9 +245,9 @@ class ConsumeQueue:
         return count
 
 
-def load_consume_queues(root_dir: str, file_size: int,
-                        allocator: Executor | None = None) -> dict[tuple[str, int], ConsumeQueue]:
-    """Every consumequeue/{topic}/{queueId} directory found on disk."""
+def load_consume_queues(root_dir: str, file_size: int, allocator: Executor | None = None,
+                        ext_root: str | None = None, ext_file_size: int = 0) -> dict[tuple[str, int], ConsumeQueue]:
+    """Every consumequeue/{topic}/{queueId} directory found on disk (with its ext files when ext_root is set)."""
     table: dict[tuple[str, int], ConsumeQueue] = {}
     if not os.path.isdir(root_dir):
         return table
@@ -224,7 +258,7 @@ def load_consume_queues(root_dir: str, file_size: int,
         for qid in sorted(os.listdir(tdir)):
             if not qid.isdigit():
                 continue
-            cq = ConsumeQueue(topic, int(qid), root_dir, file_size, allocator)
+            cq = ConsumeQueue(topic, int(qid), root_dir, file_size, allocator, ext_root, ext_file_size)
             cq.load()
             table[(topic, int(qid))] = cq
     return table

@@ -149,6 +149,9 @@ class FlushService:
         for cq in store.dirty_cqs:
             files.extend(cq.queue.dirty_files())
             marks.append((cq.queue, cq.queue.max_offset))
+            if cq.ext is not None:
+                files.extend(cq.ext.queue.dirty_files())
+                marks.append((cq.ext.queue, cq.ext.queue.max_offset))
         store.dirty_cqs.clear()
         files.extend(store.index.take_dirty())
         ckpt = store.checkpoint

@@ -15,6 +15,8 @@ from .checkpoint import Checkpoint
 from .commitlog import Appended, CommitLog
 from .config import StoreConfig
 from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, load_consume_queues
+from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
+from .consume_queue_ext import ExtUnit
 from .flush import FlushService
 from .index import IndexService
 from .mapped_file import StoreError
@@ -28,6 +30,11 @@ __all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "Put
 log = logging.getLogger(__name__)
 
 _NO_QUEUE = (R.TRANSACTION_PREPARED, R.TRANSACTION_ROLLBACK)
+
+#: (topic, message properties) -> filter bit map to keep in the ext unit, or None.
+BitmapCalculator = Callable[[str, dict[str, str]], "bytes | None"]
+#: (real tags code or None when unknown, ext unit or None) -> may the unit match (Java's isMatchedByConsumeQueue).
+CqFilter = Callable[["int | None", "ExtUnit | None"], bool]
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
@@ -71,6 +78,8 @@ class MessageStore:
         self._running = False
         self._sync = config.sync_flush
         self._index_enabled = config.message_index_enable
+        self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
+        self._bitmap_calc: BitmapCalculator | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -87,7 +96,8 @@ class MessageStore:
             self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
             self.commitlog.queue.load()
             self.consume_queues = load_consume_queues(self.config.consume_queue_dir,
-                                                      self.config.mapped_file_size_consume_queue, self._allocator)
+                                                      self.config.mapped_file_size_consume_queue, self._allocator,
+                                                      self._ext_root, self.config.mapped_file_size_consume_queue_ext)
             if self._index_enabled:
                 self.index.load()
             recover(self, clean)
@@ -154,7 +164,8 @@ class MessageStore:
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
             cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
-                              self.config.mapped_file_size_consume_queue, self._allocator)
+                              self.config.mapped_file_size_consume_queue, self._allocator,
+                              self._ext_root, self.config.mapped_file_size_consume_queue_ext)
             self.consume_queues[(topic, queue_id)] = cq
         return cq
 
@@ -231,7 +242,11 @@ class MessageStore:
         if cq is not None:
             if tags_code is None:
                 tags_code = self.tags_code(topic, props, store_ts)
-            cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
+            if cq.ext is None:
+                cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
+            else:
+                cq.put(app.physical_offset, app.size, tags_code, app.queue_offset, store_ts,
+                       self._bitmap(topic, props))
             self.dirty_cqs.add(cq)
         if self._index_enabled:
             try:
@@ -240,6 +255,19 @@ class MessageStore:
             except OSError as e:
                 log.error("index build failed for offset %d: %s", app.physical_offset, e)
         self.dispatched_ts = store_ts
+
+    def _bitmap(self, topic: str, props: dict[str, str]) -> bytes | None:
+        if self._bitmap_calc is None:
+            return None
+        try:
+            return self._bitmap_calc(topic, props)
+        except Exception:
+            log.exception("filter bit map calculation failed for topic %s", topic)
+            return None
+
+    def set_bitmap_calculator(self, fn: BitmapCalculator | None) -> None:
+        """Who computes each dispatched message's filter bit map (kept only when enableConsumeQueueExt)."""
+        self._bitmap_calc = fn
 
     def dispatch_record(self, offset: int, rec: R.Record) -> None:
         """Dispatch a record read back from the commit log (recovery)."""
@@ -271,8 +299,13 @@ class MessageStore:
         return total + size > max_bytes or count > c.max_transfer_count_on_message_in_memory - 1
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    tag_filter: Callable[[int], bool] | None = None, max_total_bytes: int = 256 * 1024) -> GetResult:
-        """Up to max_msg_nums stored records from offset; statuses and next offsets as Java decides them."""
+                    tag_filter: Callable[[int], bool] | None = None, max_total_bytes: int = 256 * 1024,
+                    cq_filter: CqFilter | None = None) -> GetResult:
+        """Up to max_msg_nums stored records from offset; statuses and next offsets as Java decides them.
+
+        Units are filtered before the commit log is read: tag_filter sees the tags code, cq_filter
+        also the ext unit (store time, bit map); an ext address that does not resolve matches both.
+        """
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
             return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
@@ -299,6 +332,8 @@ class MessageStore:
         max_pulling = 0
         i, n = 0, len(units)
         unpack = UNIT.unpack_from
+        ext_q = cq.ext
+        ext: ExtUnit | None
         while i < n:
             phy, size, tag = unpack(units, i)
             max_pulling = phy
@@ -307,7 +342,17 @@ class MessageStore:
                 continue
             if self._batch_full(size, max_msg_nums, total, len(messages), max_phy - phy > memory, max_total_bytes):
                 break
-            if tag_filter is not None and not tag_filter(tag):
+            if tag > EXT_MAX_ADDR:
+                ext = None
+            elif ext_q is None:  # written with ext on, read with it off: the tags code is unknown
+                ext = tag = None
+            else:
+                ext = ext_q.get(tag)
+                if ext is None:
+                    log.error("consume queue %s/%d: ext unit %d not found", topic, queue_id, tag)
+                tag = ext.tags_code if ext is not None else None
+            if (tag_filter is not None and tag is not None and not tag_filter(tag)) or (
+                    cq_filter is not None and not cq_filter(tag, ext)):
                 i += UNIT_SIZE
                 continue
             data = cl.read(phy, size)

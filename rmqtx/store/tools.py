@@ -15,6 +15,8 @@ from . import record as R
 from .commitlog import check_at, gets_queue_entry
 from .config import DEFAULT_DELAY_LEVELS
 from .consume_queue import UNIT, UNIT_SIZE
+from .consume_queue_ext import HEAD as EXT_HEAD
+from .consume_queue_ext import MIN_UNIT_SIZE as EXT_MIN_UNIT, is_ext_addr, undecorate
 from .index import ENTRY, HEADER, HEADER_SIZE, SLOT
 
 _OFFSET_NAME = re.compile(r"^\d{20}$")
@@ -87,6 +89,18 @@ def _tags_code(rec: R.Record, props: dict[str, str], delay_levels: list[int]) ->
     return R.tags_hash(props.get(R.PROP_TAGS, ""))
 
 
+def _ext_tags_code(ext_files: dict[int, mmap.mmap | bytes], address: int) -> int | None:
+    """tagsCode of the ext unit at address, None when no well-formed unit is there."""
+    real = undecorate(address)
+    for base, buf in ext_files.items():
+        pos = real - base
+        if 0 <= pos and pos + EXT_MIN_UNIT <= len(buf):
+            size, tags_code, _, bm_size = EXT_HEAD.unpack_from(buf, pos)
+            ok = size >= EXT_MIN_UNIT and pos + size <= len(buf) and 0 <= bm_size <= size - EXT_MIN_UNIT
+            return tags_code if ok else None
+    return None
+
+
 def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFAULT_DELAY_LEVELS) -> dict:
     """Check every record (magic, size, CRC), consume queue unit and index entry; a summary dict."""
     errors: Counter[str] = Counter()
@@ -111,7 +125,7 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
     min_phy = int(os.path.basename(files[0])) if files else 0
     max_phy = max((o + r[3] for o, r in records.items()), default=min_phy)
 
-    n_cq = 0
+    n_cq = n_ext = 0
     undispatched = 0
     cq_root = os.path.join(store_dir, "consumequeue")
     seen_units: set[tuple[str, int, int]] = set()
@@ -119,6 +133,8 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
         for qid in sorted(os.listdir(os.path.join(cq_root, topic))):
             if not qid.isdigit():
                 continue
+            ext_dir = os.path.join(store_dir, "consumequeue_ext", topic, qid)
+            ext_files = {int(os.path.basename(p)): _map(p) for p in _files(ext_dir, _OFFSET_NAME)}
             for path in _files(os.path.join(cq_root, topic, qid), _OFFSET_NAME):
                 buf = _map(path)
                 base = int(os.path.basename(path)) // UNIT_SIZE
@@ -129,6 +145,13 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
                     if size == 0x7FFFFFFF and phy == 0:
                         continue  # padding before a queue's first unit
                     n_cq += 1
+                    if is_ext_addr(tag) and phy >= min_phy:
+                        ext_tag = _ext_tags_code(ext_files, tag)
+                        if ext_tag is None:
+                            errors["consumequeue_ext_unresolved"] += 1
+                        else:
+                            n_ext += 1
+                        tag = ext_tag
                     if phy < min_phy:
                         continue  # record already deleted by retention
                     r = records.get(phy)
@@ -136,7 +159,7 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
                         errors["consumequeue_dangling" if phy >= max_phy else "consumequeue_not_a_record"] += 1
                     elif (r[0], r[1], r[2], r[3]) != (topic, int(qid), base + i, size):
                         errors["consumequeue_mismatch"] += 1
-                    elif r[4] != tag:
+                    elif tag is not None and r[4] != tag:
                         errors["consumequeue_tag_mismatch"] += 1
                     else:
                         seen_units.add((topic, int(qid), r[2]))
@@ -175,7 +198,7 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
                 errors["index_bad_slot"] += 1
     return {
         "records": n_rec, "bytes": n_bytes, "blanks": n_blank, "commitLogFiles": len(files),
-        "minOffset": min_phy, "maxOffset": max_phy, "consumeQueueUnits": n_cq,
+        "minOffset": min_phy, "maxOffset": max_phy, "consumeQueueUnits": n_cq, "consumeQueueExtUnits": n_ext,
         "undispatchedRecords": undispatched, "indexFiles": len(idx_files), "indexEntries": n_idx,
         "errors": dict(errors), "ok": not errors,
     }

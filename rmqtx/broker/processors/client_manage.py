@@ -64,6 +64,7 @@ class ClientManageProcessor:
                 subs,
                 notify,
             )
+            ctx.filters.register(group, subs)
         for producer in data.get("producerDataSet") or []:
             ctx.clients.register_producer(str(producer.get("groupName", "")), channel)
         if registered_new_topic:

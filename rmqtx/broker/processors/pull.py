@@ -97,7 +97,7 @@ class PullProcessor:
         sub, error = self._subscription(request, header)
         if error is not None:
             return error
-        expression = None
+        expression = cq_filter = None
         if not sub.is_tag_type:
             if not ctx.config.enablePropertyFilter:
                 return request.make_response(
@@ -107,10 +107,13 @@ class PullProcessor:
                 expression = compile_cached(sub.subString)
             except FilterSyntaxError as exc:
                 return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
+            if not header.sysFlag & FLAG_SUBSCRIPTION:  # bit maps hold registered groups only, as in Java
+                cq_filter = ctx.filters.cq_filter(header.topic, header.consumerGroup, sub.subString)
         result: GetResult = ctx.store.get_message(
-            header.topic, header.queueId, header.queueOffset, header.maxMsgNums, sub.tag_filter()
+            header.topic, header.queueId, header.queueOffset, header.maxMsgNums, sub.tag_filter(), cq_filter=cq_filter
         )
         if expression is not None and result.status is GetStatus.FOUND:
+            ctx.filters.evaluations += len(result.messages)
             _keep_matching(result, expression)
         code = _pull_code(result.status, header.queueOffset)
         response = request.make_response(code, result.status.name)

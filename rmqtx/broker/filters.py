@@ -1,0 +1,145 @@
+"""ConsumerFilterManager: SQL92 groups' expressions and bloom bits, for the dispatch bit map and the pull shortcut.
+
+As RocketMQ's ConsumerFilterManager, CommitLogDispatcherCalcBitMap and ExpressionMessageFilter's consume
+queue check: every dispatched message gets a bit map of the groups whose expression matched it, and a
+pull skips a unit whose map lacks the puller's bits without reading or evaluating the message.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from twisted.logger import Logger
+
+from rmqtx.broker.clients import SubscriptionData
+from rmqtx.broker.config import BrokerConfig
+from rmqtx.filter import (BloomFilter, BloomFilterData, CompiledExpression, FilterSyntaxError, calc_bitmap,
+                          compile_cached, consumer_bloom_key)
+from rmqtx.store.consume_queue_ext import ExtUnit
+
+log = Logger(namespace="rmqtx.broker.filters")
+
+
+@dataclass
+class ConsumerFilterData:
+    """One group's filter on one topic; born_time tells which stored bit maps already include it."""
+
+    group: str
+    topic: str
+    expression: str
+    expression_type: str
+    client_version: int
+    compiled: CompiledExpression
+    bloom_data: BloomFilterData
+    born_time: int
+    dead_time: int = 0
+
+    @property
+    def dead(self) -> bool:
+        return self.dead_time >= self.born_time
+
+
+class ConsumerFilterManager:
+    """Filters by topic and group, from heartbeats; dead ones are dropped after filterDataCleanTimeSpan."""
+
+    def __init__(self, config: BrokerConfig, group_alive: Callable[[str], bool],
+                 clock: Callable[[], float] = time.time) -> None:
+        self.enabled = config.enableCalcFilterBitMap
+        self.bloom = BloomFilter(config.maxErrorRateOfBloomFilter, config.expectConsumerNumUseFilter)
+        self.clean_span_ms = config.filterDataCleanTimeSpan
+        self._group_alive = group_alive
+        self._clock = clock
+        self._by_topic: dict[str, dict[str, ConsumerFilterData]] = {}
+        self._calc_lists: dict[str, tuple[tuple[str, CompiledExpression, BloomFilterData], ...]] = {}
+        self.evaluations = 0  # messages whose expression a pull evaluated
+        self.skipped = 0  # consume queue units a pull's bit map check ruled out
+
+    def _now(self) -> int:
+        return int(self._clock() * 1000)
+
+    def get(self, topic: str, group: str) -> ConsumerFilterData | None:
+        return self._by_topic.get(topic, {}).get(group)
+
+    # ---- registration -------------------------------------------------------------------------
+
+    def register(self, group: str, subscriptions: Iterable[SubscriptionData]) -> None:
+        """A heartbeat's subscriptions: SQL92 ones (re)registered, the group's other topics marked dead."""
+        now = self._now()
+        topics = set()
+        for sub in subscriptions:
+            topics.add(sub.topic)
+            if not sub.is_tag_type and sub.subString:
+                self._register(sub, group, now)
+        for table in self._by_topic.values():
+            data = table.get(group)
+            if data is not None and data.topic not in topics and not data.dead:
+                data.dead_time = now
+        self.clean(now)
+
+    def _register(self, sub: SubscriptionData, group: str, now: int) -> None:
+        table = self._by_topic.setdefault(sub.topic, {})
+        old = table.get(group)
+        if old is not None and sub.subVersion <= old.client_version:
+            if sub.subVersion == old.client_version and old.dead:
+                old.dead_time = 0
+            return
+        bloom_data = self.bloom.generate(consumer_bloom_key(group, sub.topic))
+        if old is not None and (old.expression, old.expression_type, old.bloom_data) == (
+                sub.subString, sub.expressionType, bloom_data):
+            old.client_version = sub.subVersion
+            old.dead_time = 0
+            return
+        try:
+            compiled = compile_cached(sub.subString)
+        except FilterSyntaxError as exc:
+            log.warn("filter of {group} on {topic} does not compile: {exc}", group=group, topic=sub.topic, exc=exc)
+            table.pop(group, None)
+        else:
+            table[group] = ConsumerFilterData(group, sub.topic, sub.subString, sub.expressionType, sub.subVersion,
+                                              compiled, bloom_data, now)
+        self._changed(sub.topic)
+
+    def clean(self, now: int) -> None:
+        """Mark filters of groups without consumers dead; forget those dead longer than the clean span."""
+        for topic, table in list(self._by_topic.items()):
+            for group, data in list(table.items()):
+                if not data.dead and not self._group_alive(group):
+                    data.dead_time = now
+                if data.dead and now - data.dead_time >= self.clean_span_ms:
+                    del table[group]
+                    self._changed(topic)
+            if not table:
+                del self._by_topic[topic]
+                self._calc_lists.pop(topic, None)
+
+    def _changed(self, topic: str) -> None:
+        table = self._by_topic.get(topic, {})
+        self._calc_lists[topic] = tuple((g, d.compiled, d.bloom_data) for g, d in table.items())
+
+    # ---- dispatch and pull --------------------------------------------------------------------
+
+    def calc_bitmap(self, topic: str, properties: dict[str, str]) -> bytes | None:
+        """The store's bit map calculator: the groups of topic whose expression matches the message."""
+        filters = self._calc_lists.get(topic)
+        return calc_bitmap(properties, filters, self.bloom) if filters else None
+
+    def cq_filter(self, topic: str, group: str, expression: str) -> Callable[[int | None, ExtUnit | None], bool] | None:
+        """The consume queue check for a pull of group by its registered expression; None when bits cannot help."""
+        data = self.get(topic, group)
+        if not self.enabled or data is None or data.expression != expression or not self.bloom.is_valid(data.bloom_data):
+            return None
+        born, size = data.born_time, data.bloom_data.bit_num // 8
+        checks = tuple((pos >> 3, 1 << (pos & 7)) for pos in data.bloom_data.bit_pos)  # is_hit, unrolled: hot path
+
+        def may_match(tags_code: int | None, ext: ExtUnit | None) -> bool:
+            if ext is None or ext.store_time <= born or ext.bitmap is None or len(ext.bitmap) != size:
+                return True  # no usable map, or one computed before this filter was born: evaluate
+            bitmap = ext.bitmap
+            for byte, mask in checks:
+                if not bitmap[byte] & mask:
+                    self.skipped += 1
+                    return False
+            return True
+        return may_match
