@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from rmqtx.broker.processors.admin import TopicAdminProcessor
+from rmqtx.broker.processors.admin_clients import ClientAdminProcessor
+from rmqtx.broker.processors.admin_groups import GroupAdminProcessor
+from rmqtx.broker.processors.admin_runtime import RuntimeAdminProcessor
 from rmqtx.broker.processors.client_manage import ClientManageProcessor
 from rmqtx.broker.processors.delivery import DeliveryProcessor
 from rmqtx.broker.processors.offsets import OffsetProcessor
@@ -20,5 +23,8 @@ ALL = (
     DeliveryProcessor,
     QueryProcessor,
     TopicAdminProcessor,
+    GroupAdminProcessor,
+    RuntimeAdminProcessor,
+    ClientAdminProcessor,
     EndTransactionProcessor,
 )

@@ -1,15 +1,26 @@
-"""Admin requests on topics (mqadmin updateTopic / deleteTopic / the slave sync of topic configs)."""
+"""Topic admin: create/delete, the topic table (slave sync, mqadmin), stats, system topics, cleanup."""
 
 from __future__ import annotations
 
 from rmqtx.broker.context import BrokerContext
-from rmqtx.broker.topics import DEFAULT_TOPIC, TopicConfig, validate_name
+from rmqtx.broker.processors.admin_bodies import is_system_topic, mq_map, ok, system_topics, topic_remark
+from rmqtx.broker.processors.admin_headers import GetTopicConfigRequestHeader
+from rmqtx.broker.topics import SCHEDULE_TOPIC, TopicConfig
+from rmqtx.common import fastjson
+from rmqtx.common.fastjson import JavaMap, JavaSet
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CreateTopicRequestHeader, TopicRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 
-import orjson
+#: Java's TopicConfigManager table: ``new ConcurrentHashMap<>(1024)``, 2048 buckets.
+TOPIC_TABLE_CAPACITY = 2048
+
+
+def topic_table_json(ctx: BrokerContext) -> dict:
+    """TopicConfigSerializeWrapper as Java encodes it (GET_ALL_TOPIC_CONFIG)."""
+    table = JavaMap(((name, tc.to_json()) for name, tc in ctx.topics.table.items()), capacity=TOPIC_TABLE_CAPACITY)
+    return {"dataVersion": ctx.topics.data_version.to_json(), "topicConfigTable": table}
 
 
 class TopicAdminProcessor:
@@ -21,15 +32,39 @@ class TopicAdminProcessor:
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
+            RequestCode.GET_TOPIC_CONFIG: self.topic_config,
+            RequestCode.GET_TOPIC_STATS_INFO: self.topic_stats,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.system_topic_list,
+            RequestCode.CLEAN_UNUSED_TOPIC: self.clean_unused_topic,
+            RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.clean_expired_consume_queue,
+            RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
         }
+
+    def _refuse_on_slave(self, request: RemotingCommand) -> RemotingCommand | None:
+        if self.ctx.config.brokerRole == "SLAVE":
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                "Can't modify topic or subscription group from slave broker, please execute it from master broker.",
+            )
+        return None
+
+    def _check_topic(self, request: RemotingCommand, topic: str) -> RemotingCommand | None:
+        """Refuse names that are unsafe as paths or that belong to the system, with Java's remarks."""
+        refused = self._refuse_on_slave(request)
+        if refused is not None:
+            return refused
+        why = topic_remark(topic)
+        if why:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, why)
+        if is_system_topic(topic, self.ctx.config):
+            return request.make_response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        return None
 
     def update_and_create_topic(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         header = CreateTopicRequestHeader.from_command(request)
-        why = validate_name(header.topic)
-        if why:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, why)
-        if header.topic == DEFAULT_TOPIC or header.topic == self.ctx.config.brokerClusterName:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, f"The topic[{header.topic}] is conflict with system topic.")
+        refused = self._check_topic(request, header.topic)
+        if refused is not None:
+            return refused
         self.ctx.topics.put(
             TopicConfig(
                 header.topic,
@@ -42,19 +77,68 @@ class TopicAdminProcessor:
             )
         )
         self.ctx.registrar.register_all(oneway=True)
-        return request.make_response(ResponseCode.SUCCESS)
+        # Java's response starts as SYSTEM_ERROR "not set any response code"; only the code is reset
+        return request.make_response(ResponseCode.SUCCESS, "not set any response code")
 
     def delete_topic(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         header = TopicRequestHeader.from_command(request)
-        why = validate_name(header.topic)
-        if why:
-            return request.make_response(ResponseCode.SYSTEM_ERROR, why)
+        refused = self._check_topic(request, header.topic)
+        if refused is not None:
+            return refused
         self.ctx.topics.delete(header.topic)
         self.ctx.offsets.remove_topic(header.topic)
         self.ctx.store.delete_topics({header.topic})
         self.ctx.registrar.register_all(oneway=True)
-        return request.make_response(ResponseCode.SUCCESS)
+        return ok(request)
 
     def all_topic_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
-        body = orjson.dumps(self.ctx.topics.to_json())
-        return request.make_response(ResponseCode.SUCCESS, body=body)
+        return ok(request, fastjson.dumps(topic_table_json(self.ctx)))
+
+    def topic_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = GetTopicConfigRequestHeader.from_command(request)
+        tc = self.ctx.topics.get(header.topic)
+        if tc is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {header.topic}")
+        return ok(request, fastjson.dumps(tc.to_json()))
+
+    def topic_stats(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = TopicRequestHeader.from_command(request)
+        tc = self.ctx.topics.get(header.topic)
+        if tc is None:
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist")
+        store, broker = self.ctx.store, self.ctx.config.brokerName
+        entries = []
+        for qid in range(tc.writeQueueNums):
+            low = max(0, store.get_min_offset_in_queue(header.topic, qid))
+            high = max(0, store.get_max_offset_in_queue(header.topic, qid))
+            last = store.get_message_store_timestamp(header.topic, qid, high - 1) if high > 0 else 0
+            entries.append(((header.topic, broker, qid), {"lastUpdateTimestamp": last, "maxOffset": high, "minOffset": low}))
+        return ok(request, fastjson.dumps({"offsetTable": mq_map(entries)}))
+
+    def system_topic_list(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        return ok(request, fastjson.dumps({"topicList": JavaSet(sorted(system_topics(self.ctx.config)))}))
+
+    def clean_unused_topic(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        """Drop consume queues of topics the topic table no longer has (Java's cleanUnusedTopic)."""
+        stored = set(self.ctx.store.topics_and_queues())
+        unused = {t for t in stored if t not in self.ctx.topics.table and t != SCHEDULE_TOPIC}
+        self.ctx.store.delete_topics(unused)
+        return ok(request)
+
+    def clean_expired_consume_queue(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        """Drop topics whose every consume queue points only below the commit log's first offset."""
+        store = self.ctx.store
+        min_phy = store.min_phy_offset
+        expired = set()
+        for topic, queues in store.topics_and_queues().items():
+            if topic == SCHEDULE_TOPIC:
+                continue
+            lasts = [store.get_commit_log_offset_in_queue(topic, q, store.get_max_offset_in_queue(topic, q) - 1) for q in queues]
+            if lasts and all(store.get_max_offset_in_queue(topic, q) > 0 for q in queues) and max(lasts) < min_phy:
+                expired.add(topic)
+        store.delete_topics(expired)
+        return ok(request)
+
+    def delete_expired_commit_log(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        self.ctx.store.run_retention_now()
+        return ok(request)

@@ -1,0 +1,251 @@
+"""Broker config and runtime: GET/UPDATE_BROKER_CONFIG (26/25), GET_BROKER_RUNTIME_INFO (28), VIEW_BROKER_STATS_DATA (315).
+
+UPDATE_BROKER_CONFIG let anyone who reached a Java broker rewrite paths and commands
+(CVE-2023-33246). Here it is off unless ``enableUpdateBrokerConfig=true`` and even then only takes
+the harmless runtime switches in ``UPDATABLE_KEYS``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import orjson
+
+from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.processors.admin_bodies import ok
+from rmqtx.broker.processors.admin_headers import GetBrokerConfigResponseHeader, ViewBrokerStatsDataRequestHeader
+from rmqtx.broker.processors.admin_stats import BrokerStats
+from rmqtx.broker.topics import SCHEDULE_TOPIC, DataVersion
+from rmqtx.common import fastjson
+from rmqtx.common.fastjson import JavaMap
+from rmqtx.common.properties import parse_bool
+from rmqtx.remoting.codes import CURRENT_VERSION, RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand, java_string
+from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.record import RecordError, decode_record
+
+ENABLE_KEY = "enableUpdateBrokerConfig"
+#: Settings rmqtx reads on every use, so changing them at run time is both safe and effective.
+UPDATABLE_KEYS = frozenset(
+    {
+        "brokerPermission",
+        "autoCreateTopicEnable",
+        "autoCreateSubscriptionGroup",
+        "defaultTopicQueueNums",
+        "longPollingEnable",
+        "shortPollingTimeMills",
+        "rejectTransactionMessage",
+        "traceOn",
+        "enablePropertyFilter",
+        "forceRegister",
+        "regionId",
+    }
+)
+VERSION_DESC = "V4_9_8"
+#: Java's put latency histogram; rmqtx does not time puts, so every bucket reads 0.
+DISTRIBUTE_TIME_UNMEASURED = " ".join(
+    f"[{b}]:0" for b in ("<=0ms", "0~10ms", "10~50ms", "50~100ms", "100~200ms", "200~500ms", "500ms~1s", "1~2s",
+                         "2~3s", "3~4s", "4~5s", "5~10s", "10s~")
+) + " "
+
+
+def parse_properties_text(text: str) -> dict[str, str]:
+    """``key=value`` lines as Java's ``MixAll.string2Properties`` reads them (comments skipped)."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def _human_bytes(n: int) -> str:
+    """``MixAll.humanReadableByteCount(n, false)``."""
+    if n < 1024:
+        return f"{n} B"
+    exp = 0
+    value = float(n)
+    while value >= 1024 and exp < 6:
+        value /= 1024
+        exp += 1
+    return f"{value:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+class RuntimeAdminProcessor:
+    def __init__(self, ctx: BrokerContext) -> None:
+        self.ctx = ctx
+        self.stats = BrokerStats()
+        self.config_version = DataVersion()
+        self.boot_phy_offset = 0
+        ctx.store.add_arrival_listener(self.stats.on_arrival)
+        from twisted.internet import reactor
+
+        reactor.callLater(0, self._note_boot_offset)  # the store loads right after the processors are built
+
+    def _note_boot_offset(self) -> None:
+        self.boot_phy_offset = self.ctx.store.max_phy_offset
+
+    def table(self) -> dict:
+        return {
+            RequestCode.GET_BROKER_CONFIG: self.broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
+            RequestCode.VIEW_BROKER_STATS_DATA: self.view_stats,
+        }
+
+    def broker_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        settings = self.ctx.config.as_properties()
+        store_config = self.ctx.store.config
+        for key, value in store_config.to_properties().items():
+            settings.setdefault(key, value)
+        settings["storePathCommitLog"] = settings.get("storePathCommitLog") or store_config.commit_log_dir
+        body = "".join(f"{k}={v}\n" for k, v in settings.items()).encode()
+        version = orjson.dumps(self.config_version.to_json()).decode()
+        return GetBrokerConfigResponseHeader(version).apply_to(ok(request, body))
+
+    def update_broker_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        config = self.ctx.config
+        if not parse_bool(config.properties.get(ENABLE_KEY, "false")):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"Can not update config: {ENABLE_KEY} is false on this broker."
+            )
+        updates = parse_properties_text(request.body.decode("utf-8", "replace")) if request.body else {}
+        refused = sorted(k for k in updates if k not in UPDATABLE_KEYS)
+        if refused:
+            return request.make_response(
+                ResponseCode.NO_PERMISSION,
+                f"Can not update config {', '.join(refused)}: only {', '.join(sorted(UPDATABLE_KEYS))} may change at run time.",
+            )
+        kinds = {f.name: f.type for f in dataclasses.fields(config)}
+        try:
+            converted = {k: _convert(kinds[k], v) for k, v in updates.items()}
+        except ValueError as exc:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(exc))
+        for key, value in converted.items():
+            setattr(config, key, value)
+            config.properties[key] = java_string(value)
+        if updates:
+            self.config_version.next()
+        if "brokerPermission" in updates:
+            self.ctx.topics.data_version.next()
+            self.ctx.registrar.register_all()
+        return ok(request)
+
+    def runtime_info(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        return ok(request, fastjson.dumps({"table": self._runtime_table()}))
+
+    def _runtime_table(self) -> JavaMap:
+        """The keys of Java's ``prepareRuntimeInfo``; thread pool figures are 0, rmqtx has no pools."""
+        store, cfg, stats = self.ctx.store, self.ctx.config, self.stats
+        puts = stats.broker.total
+        size_total = max(0, store.max_phy_offset - self.boot_phy_offset)
+        ratio = self._disk_ratio(cfg.storePathRootDir)
+        zero = "0"
+        table = JavaMap(
+            {
+                "msgPutTotalTodayNow": str(puts),
+                "msgPutTotalTodayMorning": zero,
+                "msgPutTotalYesterdayMorning": zero,
+                "msgGetTotalTodayNow": zero,
+                "msgGetTotalTodayMorning": zero,
+                "msgGetTotalYesterdayMorning": zero,
+                "bootTimestamp": str(stats.boot_ms),
+                "runtime": stats.runtime(),
+                "brokerVersion": str(CURRENT_VERSION),
+                "brokerVersionDesc": VERSION_DESC,
+                "putTps": stats.put_tps(),
+                "getMissTps": "0.0 0.0 0.0",
+                "getTransferedTps": "0.0 0.0 0.0",
+                "getTotalTps": "0.0 0.0 0.0",
+                "getFoundTps": "0.0 0.0 0.0",
+                "putMessageTimesTotal": str(puts),
+                "putMessageSizeTotal": str(size_total),
+                "putMessageAverageSize": str(size_total / puts if puts else 0.0),
+                "putMessageFailedTimes": zero,
+                "putMessageEntireTimeMax": zero,
+                "getMessageEntireTimeMax": zero,
+                "putMessageDistributeTime": DISTRIBUTE_TIME_UNMEASURED,
+                "putLatency99": "0.0",
+                "putLatency999": "0.0",
+                "commitLogMinOffset": str(store.min_phy_offset),
+                "commitLogMaxOffset": str(store.max_phy_offset),
+                "commitLogDiskRatio": ratio,
+                f"commitLogDiskRatio_{cfg.storePathRootDir}/commitlog": ratio,
+                "consumeQueueDiskRatio": ratio,
+                "commitLogDirCapacity": self._capacity(cfg.storePathRootDir),
+                "dispatchMaxBuffer": zero,
+                "dispatchBehindBytes": zero,
+                "pageCacheLockTimeMills": zero,
+                "remainHowManyDataToFlush": "0 B",
+                "remainTransientStoreBufferNumbs": "2147483647",
+                "earliestMessageTimeStamp": str(self._earliest_message_time()),
+                "startAcceptSendRequestTimeStamp": zero,
+                "sendThreadPoolQueueSize": zero,
+                "sendThreadPoolQueueCapacity": "10000",
+                "sendThreadPoolQueueHeadWaitTimeMills": zero,
+                "pullThreadPoolQueueSize": zero,
+                "pullThreadPoolQueueCapacity": "100000",
+                "pullThreadPoolQueueHeadWaitTimeMills": zero,
+                "queryThreadPoolQueueSize": zero,
+                "queryThreadPoolQueueCapacity": "20000",
+                "queryThreadPoolQueueHeadWaitTimeMills": zero,
+                "EndTransactionQueueSize": zero,
+                "EndTransactionThreadPoolQueueCapacity": "100000",
+            }
+        )
+        for level, delivered in sorted(self.ctx.schedule.offsets.items()):
+            top = store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            table[f"scheduleMessageOffset_{level}"] = f"{delivered},{top}"
+        return table
+
+    def _earliest_message_time(self) -> int:
+        store = self.ctx.store
+        if store.max_phy_offset <= store.min_phy_offset:
+            return -1
+        raw = store.look_message_by_offset(store.min_phy_offset)
+        try:
+            return decode_record(raw).store_timestamp if raw else -1
+        except RecordError:
+            return -1
+
+    @staticmethod
+    def _disk_ratio(path: str) -> str:
+        try:
+            usage = shutil.disk_usage(path)
+        except OSError:
+            return "-1"
+        return str(round(usage.used / usage.total, 2)) if usage.total else "-1"
+
+    @staticmethod
+    def _capacity(path: str) -> str:
+        try:
+            usage = shutil.disk_usage(path)
+        except OSError:
+            return ""
+        return f"Total : {_human_bytes(usage.total)}, Free : {_human_bytes(usage.free)}."
+
+    def view_stats(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        header = ViewBrokerStatsDataRequestHeader.from_command(request)
+        item = self.stats.item(header.statsName, header.statsKey, self.ctx.config.brokerClusterName)
+        if item is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"The stats <{header.statsName}> <{header.statsKey}> not exist"
+            )
+        body = {"statsDay": item.snapshot(1440), "statsHour": item.snapshot(60), "statsMinute": item.snapshot(1)}
+        return ok(request, fastjson.dumps(body))
+
+
+def _convert(kind: object, value: str) -> object:
+    name = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+    if name == "bool":
+        return parse_bool(value)
+    if name == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(f"For input string: \"{value}\"") from None
+    return value
