@@ -96,7 +96,8 @@ class CrashTest(unittest.TestCase):
             self.assertEqual(len(store.query_message("K", f"key-{last}", 4, 0, 2**62)[0]), 1)
         finally:
             store.shutdown()
-        self.assertTrue(verify(self.root)["ok"])
+        report = verify(self.root)
+        self.assertTrue(report["ok"], report)
 
     def test_async_flush_serves_nothing_corrupt(self) -> None:
         acks = run_and_kill(self.root, "ASYNC_FLUSH", 3000)
