@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+import struct
 from functools import lru_cache
+from operator import mul
 from typing import Iterable
 
 _MASK32 = 0xFFFFFFFF
 
 
+_POW31 = tuple(pow(31, i, 1 << 32) for i in range(4096))
+
+
 def java_string_hash(text: str) -> int:
-    """Return Java's ``String.hashCode`` (signed 32 bit) for ``text``."""
-    h = 0
+    """Return Java's ``String.hashCode`` (signed 32 bit) over the UTF-16 code units of ``text``."""
     if text.isascii():
-        for ch in text.encode("ascii"):
-            h = (31 * h + ch) & _MASK32
+        units: bytes | tuple[int, ...] = text.encode("ascii")
     else:
-        units = text.encode("utf-16-be")
-        for i in range(0, len(units), 2):
-            h = (31 * h + ((units[i] << 8) | units[i + 1])) & _MASK32
+        raw = text.encode("utf-16-be")
+        units = struct.unpack(f">{len(raw) // 2}H", raw)
+    if len(units) <= len(_POW31):
+        h = sum(map(mul, reversed(units), _POW31)) & _MASK32
+    else:
+        h = 0
+        for unit in units:
+            h = (h * 31 + unit) & _MASK32
     return h - (1 << 32) if h & 0x80000000 else h
 
 

@@ -20,16 +20,19 @@ PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
 
 
 def parse_properties(text: str | None) -> dict[str, str]:
-    """Properties string to a dict; accepts a trailing separator (non-Java clients add one)."""
+    """Properties string to a dict as Java's split does: items that are not ``name\x01value`` are skipped.
+
+    A trailing separator (non-Java clients add one) is accepted.
+    """
     props: dict[str, str] = {}
     if not text:
         return props
     for item in text.split(PROPERTY_SEPARATOR):
-        if not item:
-            continue
-        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
-        if sep:
-            props[name] = value
+        pair = item.split(NAME_VALUE_SEPARATOR)
+        while pair and not pair[-1]:
+            pair.pop()  # Java's String.split drops trailing empty strings
+        if len(pair) == 2:
+            props[pair[0]] = pair[1]
     return props
 
 

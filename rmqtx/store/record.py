@@ -12,6 +12,10 @@ from functools import lru_cache
 from operator import mul
 from typing import Iterator, NamedTuple
 
+from rmqtx.common.javacompat import _POW31  # noqa: F401  (index_key_hash2 reuses the table)
+from rmqtx.common.javacompat import java_string_hash as java_hash
+from rmqtx.common.message import parse_properties  # noqa: F401  (re-exported for the store tools and readers)
+
 MESSAGE_MAGIC = -626843481  # 0xDAA320A7
 BLANK_MAGIC = -875286124  # 0xCBD43194
 END_FILE_MIN_BLANK_LENGTH = 8
@@ -217,40 +221,11 @@ def decode_record(buf, pos: int = 0, limit: int | None = None) -> Record:
                   f[11], decode_host(f[12]), f[13], f[14], f[15], body, topic, props)
 
 
-def parse_properties(s: str) -> dict[str, str]:
-    """The "k\\x01v\\x02..." string to a dict, skipping items Java would skip."""
-    out: dict[str, str] = {}
-    for item in s.split(PROPERTY_SEPARATOR):
-        nv = item.split(NAME_VALUE_SEPARATOR)
-        while nv and not nv[-1]:
-            nv.pop()
-        if len(nv) == 2:
-            out[nv[0]] = nv[1]
-    return out
-
-
 def properties_to_string(props: dict[str, str]) -> str:
     """A dict to the stored properties string (no trailing separator, as Java 4.9 writes)."""
     return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
 
 
-_POW31 = tuple(pow(31, i, 1 << 32) for i in range(4096))
-
-
-def java_hash(s: str) -> int:
-    """Java String.hashCode (over UTF-16 code units) as a signed int32."""
-    if s.isascii():
-        units: bytes | tuple[int, ...] = s.encode("ascii")
-    else:
-        raw = s.encode("utf-16-be")
-        units = struct.unpack(f">{len(raw) // 2}H", raw)
-    if len(units) <= len(_POW31):
-        h = sum(map(mul, reversed(units), _POW31)) & 0xFFFFFFFF
-    else:
-        h = 0
-        for u in units:
-            h = (h * 31 + u) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 @lru_cache(maxsize=4096)
