@@ -12,9 +12,9 @@ from functools import lru_cache
 from operator import mul
 from typing import Iterator, NamedTuple
 
-from rmqtx.common.javacompat import _POW31  # noqa: F401  (index_key_hash2 reuses the table)
+from rmqtx.common.javacompat import _POW31  # index_key_hash2 reuses the table
 from rmqtx.common.javacompat import java_string_hash as java_hash
-from rmqtx.common.message import parse_properties  # noqa: F401  (re-exported for the store tools and readers)
+from rmqtx.common.message import parse_properties as parse_properties  # re-exported for the store tools and readers
 
 MESSAGE_MAGIC = -626843481  # 0xDAA320A7
 BLANK_MAGIC = -875286124  # 0xCBD43194

@@ -1,0 +1,272 @@
+"""The Apache C++ client (PyPI ``rocketmq``, ctypes over librocketmq) as a column.
+
+``python -m interop.drivers.cpp OP PARAMS`` runs one cell. The binding re-raises listener
+exceptions inside its ctypes callback, so listeners here are registered directly and return the
+consume status as a number.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import threading
+import time
+from typing import Any, Callable
+
+from interop.drivers import Driver
+from interop.scenarios import Context, Scenario
+
+CONSUME_SUCCESS, RECONSUME_LATER = 0, 1
+MAX_RECONSUME = 16  # the C API has no setter; the client sends the default
+DLQ_BUDGET = 150.0  # seconds the DLQ cell may spend on 16 retries
+NO_API = "PyPI rocketmq 0.4.4 (C API of rocketmq-client-cpp) has no {}"
+
+
+class CppDriver(Driver):
+    name = "cpp"
+    unsupported = {
+        "sql92_filter": "the C++ client subscribes with tag expressions only",
+        "tx_commit": NO_API.format("transactional producer"),
+        "tx_rollback": NO_API.format("transactional producer"),
+        "tx_check": NO_API.format("transactional producer"),
+        "query_id": NO_API.format("message view/query API"),
+        "query_key": NO_API.format("message view/query API"),
+        "admin_topic": NO_API.format("admin API"),
+        "admin_cluster": NO_API.format("admin API"),
+        "admin_progress": NO_API.format("admin API"),
+    }
+
+    def prepare(self) -> str | None:
+        return None if importlib.util.find_spec("rocketmq") else "PyPI rocketmq (the C++ client) is not installed"
+
+    def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
+        """The DLQ comes after the client's fixed 16 retries: feasible only with short delay levels."""
+        if scenario.key == "dlq":
+            retries = sum(ctx.levels[2:2 + MAX_RECONSUME])
+            if retries > DLQ_BUDGET:
+                return f"maxReconsumeTimes is fixed at 16 in the C API; 16 retries take {retries:.0f} s with this broker's delay levels"
+            params.update(max_reconsume=MAX_RECONSUME, wait=retries * 2 + 30)
+        return super().adapt(scenario, params, ctx)
+
+    def command(self, op: str, params: dict) -> list[str]:
+        return [sys.executable, "-m", "interop.drivers.cpp", op, json.dumps(params)]
+
+
+# -- the cell program ---------------------------------------------------------------------------
+_out = threading.Lock()
+
+
+def emit(kind: str, **fields: Any) -> None:
+    """One whole line at a time: callbacks run on the client's threads."""
+    line = json.dumps({"kind": kind, **fields}) + "\n"
+    with _out:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+
+
+def text(value: bytes | str | None) -> str:
+    if value is None:
+        return ""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def message(p: dict, spec: dict):
+    from rocketmq.client import Message
+
+    msg = Message(p["topic"])
+    msg.set_body(spec["body"])
+    msg.set_tags(spec["tags"])
+    msg.set_keys(" ".join(spec["keys"]))
+    for name, value in (spec.get("props") or {}).items():
+        msg.set_property(name, value)
+    if spec.get("delay"):
+        msg.set_delay_time_level(spec["delay"])
+    return msg
+
+
+def sent(spec: dict, at: float, result: Any = None) -> None:
+    status = None if result is None else ("SEND_OK" if int(result.status) == 0 else result.status.name)
+    emit("sent", body=spec["body"], at=at, status=status, msg_id=getattr(result, "msg_id", None))
+
+
+def producer(p: dict):
+    from rocketmq.client import Producer
+
+    prod = Producer(p["producer_group"], timeout=5000)
+    prod.set_namesrv_addr(p["namesrv"])
+    prod.start()
+    return prod
+
+
+def send_all(prod: Any, p: dict, mode: str = "sync") -> None:
+    specs = p["messages"]
+    if mode == "sync":
+        for spec in specs:
+            at = time.time()
+            sent(spec, at, prod.send_sync(message(p, spec)))
+    elif mode == "oneway":
+        for spec in specs:
+            at = time.time()
+            prod.send_oneway(message(p, spec))
+            sent(spec, at)
+    elif mode == "batch":
+        at = time.time()
+        result = prod.send_batch([message(p, spec) for spec in specs])
+        for spec in specs:
+            sent(spec, at, result)
+    elif mode == "async":
+        send_async(prod, p, specs)
+
+
+def send_async(prod: Any, p: dict, specs: list[dict]) -> None:
+    """All sends in flight at once; callbacks report, the main thread waits for every one."""
+    left = threading.Semaphore(0)
+    keep = []  # the binding needs the messages alive until the callback ran
+    at = time.time()
+    for spec in specs:
+        def ok(result: Any, spec: dict = spec) -> None:
+            sent(spec, at, result)
+            left.release()
+
+        def failed(exc: Exception) -> None:
+            emit("error", error=f"async send failed: {exc}")
+            left.release()
+
+        msg = message(p, spec)
+        keep.append(msg)
+        prod.send_async(msg, ok, failed)
+    for _ in specs:
+        left.acquire(timeout=p["wait"])
+
+
+class Members:
+    """Push consumers of one group; ``fail(msg)`` decides RECONSUME_LATER."""
+
+    def __init__(self, p: dict, count: int = 1, *, model: str = "CLUSTERING", orderly: bool = False,
+                 fail: Callable[[Any], bool] = lambda m: False) -> None:
+        from rocketmq.client import MessageModel, PushConsumer, RecvMessage
+        from rocketmq.exceptions import ffi_check
+        from rocketmq.ffi import dll
+
+        self.lock = threading.Lock()
+        self.events: list[dict] = []
+        self.consumers = []
+        for i in range(count):
+            consumer = PushConsumer(p["group"], orderly=orderly, message_model=MessageModel[model])
+            consumer.set_namesrv_addr(p["namesrv"])
+            consumer.set_instance_name(f"{p['group']}-{i}")
+
+            def on_message(_consumer: Any, handle: Any, member: int = i) -> int:
+                msg = RecvMessage(handle)
+                body = text(msg.body)
+                event = {"body": body, "tags": text(msg.tags), "keys": text(msg.keys).split(), "topic": text(msg.topic),
+                         "queue_id": msg.queue_id, "reconsume": msg.reconsume_times, "member": member, "at": time.time()}
+                with self.lock:  # printed before it counts, so the main thread cannot exit first
+                    emit("recv", **event)
+                    self.events.append(event)
+                return RECONSUME_LATER if fail(msg) else CONSUME_SUCCESS
+
+            ffi_check(dll.Subscribe(consumer._handle, p["topic"].encode(), p.get("expression", "*").encode()))
+            consumer._register_callback(on_message)
+            self.consumers.append(consumer)
+
+    def seen(self, member: int | None = None, reconsume: int = 0) -> set[str]:
+        with self.lock:
+            return {e["body"] for e in self.events if member in (None, e["member"]) and e["reconsume"] >= reconsume}
+
+    def wait_for(self, bodies: list[str], seconds: float, member: int | None = None, reconsume: int = 0) -> None:
+        deadline = time.monotonic() + seconds
+        while not set(bodies) <= self.seen(member, reconsume) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def start(self) -> None:
+        for consumer in self.consumers:
+            consumer.start()
+
+    def stop(self) -> None:
+        for consumer in self.consumers:
+            consumer.shutdown()
+
+
+def bodies(p: dict, key: str = "messages") -> list[str]:
+    return [m["body"] for m in p[key]]
+
+
+# -- operations ---------------------------------------------------------------------------------
+def op_send(p: dict) -> None:
+    prod = producer(p)
+    send_all(prod, p, p["mode"])
+    members = Members(p)
+    members.start()
+    members.wait_for(bodies(p), p["wait"])
+    members.stop()
+    prod.shutdown()
+
+
+def op_consume(p: dict) -> None:
+    members = Members(p, p["members"], model=p["model"])
+    members.start()
+    time.sleep(p["settle"])
+    prod = producer(p)
+    send_all(prod, p)
+    want = bodies(p, "expect" if "expect" in p else "messages")
+    for member in range(p["members"]) if p["model"] == "BROADCASTING" else [None]:
+        members.wait_for(want, p["wait"], member)
+    time.sleep(p["linger"])
+    members.stop()
+    prod.shutdown()
+
+
+def op_orderly(p: dict) -> None:
+    members = Members(p, orderly=True)
+    members.start()
+    time.sleep(p["settle"])
+    prod = producer(p)
+    for spec in p["messages"]:
+        at = time.time()
+        sent(spec, at, prod.send_orderly(message(p, spec), spec["shard"]))  # the default selector: arg % queues
+    members.wait_for(bodies(p), p["wait"])
+    members.stop()
+    prod.shutdown()
+
+
+def op_delay(p: dict) -> None:
+    members = Members(p)
+    members.start()
+    time.sleep(p["settle"])
+    prod = producer(p)
+    send_all(prod, p)
+    members.wait_for(bodies(p), p["wait"] + max(p["levels"][m["delay"] - 1] for m in p["messages"]))
+    members.stop()
+    prod.shutdown()
+
+
+def op_retry(p: dict) -> None:
+    prod = producer(p)
+    send_all(prod, p)
+    members = Members(p, fail=lambda m: m.reconsume_times == 0)
+    members.start()
+    members.wait_for(bodies(p), p["wait"], reconsume=1)
+    members.stop()
+    prod.shutdown()
+
+
+def op_dlq(p: dict) -> None:
+    prod = producer(p)
+    send_all(prod, p)
+    emit("config", max_reconsume=p["max_reconsume"])
+    members = Members(p, fail=lambda m: True)
+    members.start()
+    members.wait_for(bodies(p), p["wait"], reconsume=p["max_reconsume"])
+    time.sleep(p["linger"])
+    members.stop()
+    prod.shutdown()
+
+
+if __name__ == "__main__":
+    op, raw = sys.argv[1:3]
+    try:
+        globals()[f"op_{op}"](json.loads(raw))
+    except Exception as exc:
+        emit("error", error=f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,145 @@
+// The Node client ali-ons as an interop column: `node node.js OP PARAMS_JSON` runs one cell and
+// prints one JSON event per line (see interop/scenarios.py for what the runner expects).
+'use strict';
+const path = require('path');
+const { Producer, Consumer, Message } = require(path.join(__dirname, '..', 'node', 'node_modules', 'ali-ons'));
+
+const emit = (kind, fields) => console.log(JSON.stringify(Object.assign({ kind }, fields)));
+const quietLogger = { info() {}, warn() {}, debug() {}, error() {} };
+const sleep = (seconds) => new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+const bodies = (specs) => specs.map((m) => m.body);
+
+async function until(done, seconds) {
+  const deadline = Date.now() + seconds * 1000;
+  while (!done() && Date.now() < deadline) await sleep(0.1);
+}
+
+function message(p, spec) {
+  const msg = new Message(p.topic, spec.tags, Buffer.from(spec.body));
+  msg.keys = spec.keys;
+  for (const [name, value] of Object.entries(spec.props || {})) msg.properties[name] = value;
+  if (spec.delay) msg.delayTimeLevel = spec.delay;
+  return msg;
+}
+
+async function producer(p) {
+  const prod = new Producer({ nameSrv: p.namesrv, producerGroup: p.producer_group, httpclient: {}, logger: quietLogger });
+  await prod.ready();
+  return prod;
+}
+
+function sent(spec, at, result) {
+  emit('sent', { body: spec.body, at, status: result ? result.sendStatus : null, msg_id: result ? result.msgId : null });
+}
+
+// "sync" awaits each send; "async" has every send in flight at once (Node has no blocking send).
+async function sendAll(prod, p, mode = 'sync') {
+  if (mode === 'async') {
+    const at = Date.now() / 1000;
+    const results = await Promise.all(p.messages.map((spec) => prod.send(message(p, spec))));
+    p.messages.forEach((spec, i) => sent(spec, at, results[i]));
+    return;
+  }
+  for (const spec of p.messages) {
+    const at = Date.now() / 1000;
+    sent(spec, at, await prod.send(message(p, spec)));
+  }
+}
+
+// Push consumers of one group; fail(msg) true makes the handler throw (ali-ons then sends it back).
+class Members {
+  constructor(p, count = 1, { broadcast = false, fail = () => false, maxReconsumeTimes = 16 } = {}) {
+    this.events = [];
+    const expression = p.expression_type === 'SQL92' ? { expressionType: 'SQL92', subString: p.expression } : (p.expression || '*');
+    this.consumers = [];
+    for (let member = 0; member < count; member++) {
+      const consumer = new Consumer({
+        nameSrv: p.namesrv, consumerGroup: p.group, httpclient: {}, logger: quietLogger, isBroadcast: broadcast,
+        instanceName: `${p.group}-${member}`, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', maxReconsumeTimes,
+      });
+      consumer.on('error', () => {});
+      consumer.subscribe(p.topic, expression, async (msg) => {
+        const event = { body: msg.body.toString(), tags: msg.tags, keys: (msg.keys || '').split(' ').filter(Boolean),
+          topic: msg.topic, queue_id: msg.queueId, reconsume: msg.reconsumeTimes, member, at: Date.now() / 1000 };
+        emit('recv', event);
+        this.events.push(event);
+        if (fail(msg)) throw new Error('fail this delivery');
+      });
+      this.consumers.push(consumer);
+    }
+  }
+
+  has(want, member = null, reconsume = 0) {
+    const got = new Set(this.events.filter((e) => (member === null || e.member === member) && e.reconsume >= reconsume).map((e) => e.body));
+    return want.every((b) => got.has(b));
+  }
+
+  async start() { await Promise.all(this.consumers.map((c) => c.ready())); }
+
+  async stop() { await Promise.all(this.consumers.map((c) => c.close())); }
+}
+
+const ops = {
+  async send(p) {
+    const prod = await producer(p);
+    await sendAll(prod, p, p.mode);
+    const members = new Members(p);
+    await members.start();
+    await until(() => members.has(bodies(p.messages)), p.wait);
+    await members.stop();
+    await prod.close();
+  },
+
+  async consume(p) {
+    const members = new Members(p, p.members, { broadcast: p.model === 'BROADCASTING' });
+    await members.start();
+    await sleep(p.settle);
+    const prod = await producer(p);
+    await sendAll(prod, p);
+    const want = bodies(p.expect || p.messages);
+    const who = p.model === 'BROADCASTING' ? [...Array(p.members).keys()] : [null];
+    await until(() => who.every((m) => members.has(want, m)), p.wait);
+    await sleep(p.linger);
+    await members.stop();
+    await prod.close();
+  },
+
+  async delay(p) {
+    const members = new Members(p);
+    await members.start();
+    await sleep(p.settle);
+    const prod = await producer(p);
+    await sendAll(prod, p);
+    await until(() => members.has(bodies(p.messages)), p.wait + Math.max(...p.messages.map((m) => p.levels[m.delay - 1])));
+    await members.stop();
+    await prod.close();
+  },
+
+  async retry(p) {
+    const prod = await producer(p);
+    await sendAll(prod, p);
+    const members = new Members(p, 1, { fail: (msg) => msg.reconsumeTimes === 0 });
+    await members.start();
+    await until(() => members.has(bodies(p.messages), null, 1), p.wait);
+    await members.stop();
+    await prod.close();
+  },
+
+  async dlq(p) {
+    const prod = await producer(p);
+    await sendAll(prod, p);
+    emit('config', { max_reconsume: p.max_reconsume });
+    const members = new Members(p, 1, { fail: () => true, maxReconsumeTimes: p.max_reconsume });
+    await members.start();
+    await until(() => members.has(bodies(p.messages), null, p.max_reconsume), p.wait);
+    await sleep(p.linger);
+    await members.stop();
+    await prod.close();
+  },
+};
+
+const [op, raw] = process.argv.slice(2);
+ops[op](JSON.parse(raw)).then(
+  () => process.exit(0),
+  (err) => { emit('error', { error: String(err && err.message || err) }); process.exit(0); },
+);

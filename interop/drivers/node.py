@@ -1,0 +1,36 @@
+"""The Node client ali-ons (``interop/node``) as a column; the cells run ``node interop/drivers/node.js``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from interop.drivers import REPO, Driver
+
+ALI_ONS = REPO / "interop" / "node" / "node_modules" / "ali-ons"
+NO_API = "ali-ons 3.12 has no {}"
+
+
+class NodeDriver(Driver):
+    name = "node"
+    unsupported = {
+        "oneway_send": NO_API.format("oneway send"),
+        "batch_send": NO_API.format("batch send"),
+        "orderly": NO_API.format("queue selector or orderly consumer"),
+        "tx_commit": NO_API.format("transactional producer"),
+        "tx_rollback": NO_API.format("transactional producer"),
+        "tx_check": NO_API.format("transactional producer"),
+        "query_id": NO_API.format("message view/query API"),
+        "query_key": NO_API.format("message view/query API"),
+        "admin_topic": NO_API.format("admin API"),
+        "admin_cluster": NO_API.format("admin API"),
+        "admin_progress": NO_API.format("admin API"),
+    }
+
+    def prepare(self) -> str | None:
+        if not shutil.which("node"):
+            return "node is not on PATH"
+        return None if ALI_ONS.exists() else "ali-ons missing: run npm ci in interop/node"
+
+    def command(self, op: str, params: dict) -> list[str]:
+        return [shutil.which("node") or "node", str(REPO / "interop" / "drivers" / "node.js"), op, json.dumps(params)]

@@ -1,0 +1,361 @@
+"""rmqtx's own client (``rmqtx.client``) as a column; ``python -m interop.drivers.python OP PARAMS`` runs one cell.
+
+Admin calls the client's MQAdmin lacks (topic list, runtime info, consume stats) go through its
+client instance as raw requests, the way Java's DefaultMQAdminExt sends them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+from twisted.internet import defer, task
+
+from interop.drivers import Driver
+
+
+class PythonDriver(Driver):
+    name = "python"
+
+    def command(self, op: str, params: dict) -> list[str]:
+        return [sys.executable, "-m", "interop.drivers.python", op, json.dumps(params)]
+
+
+# -- the cell program (imports the client only here, so the runner stays light) -----------------
+def emit(kind: str, **fields: Any) -> None:
+    print(json.dumps({"kind": kind, **fields}), flush=True)
+
+
+def sleep(seconds: float) -> defer.Deferred:
+    from twisted.internet import reactor
+
+    return task.deferLater(reactor, seconds, lambda: None)
+
+
+async def until(done: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not done() and time.monotonic() < deadline:
+        await sleep(0.1)
+    return done()
+
+
+def message(p: dict, spec: dict):
+    from rmqtx.client import Message
+
+    return Message(p["topic"], spec["body"], spec.get("tags"), spec.get("keys") or None,
+                   properties=spec.get("props"), delay_level=spec.get("delay", 0))
+
+
+def sent(spec: dict, at: float, result: Any = None) -> None:
+    status = result.send_status.name if result is not None else None
+    emit("sent", body=spec["body"], at=at, status=status, msg_id=getattr(result, "msg_id", None),
+         offset_msg_id=getattr(result, "offset_msg_id", None))
+
+
+class Members:
+    """Push consumers of one group in this process; what each receives becomes ``recv`` events."""
+
+    def __init__(self, p: dict, count: int = 1, *, model: str = "CLUSTERING", orderly: bool = False,
+                 fail: Callable[[Any], bool] = lambda m: False, max_reconsume: int = 16) -> None:
+        from rmqtx.client import PushConsumer
+
+        self.bodies: list[list[str]] = [[] for _ in range(count)]
+        self.events: list[dict] = []
+        self.consumers = []
+        self.home = tempfile.mkdtemp(prefix="offsets-")
+        for i in range(count):
+            consumer = PushConsumer(p["group"], p["namesrv"], listener=self._listener(i, p, orderly, fail), orderly=orderly,
+                                    message_model=model, consume_from="CONSUME_FROM_FIRST_OFFSET",
+                                    max_reconsume_times=max_reconsume, offset_store_dir=self.home)
+            consumer.subscribe(p["topic"], p.get("expression", "*"), p.get("expression_type", "TAG"))
+            self.consumers.append(consumer)
+
+    def _listener(self, member: int, p: dict, orderly: bool, fail: Callable[[Any], bool]):
+        from rmqtx.client import ConsumeStatus, OrderlyStatus
+
+        def listener(msgs, ctx):
+            failed = False
+            for m in msgs:
+                body = m.body.decode()
+                event = {"kind": "recv", "body": body, "tags": m.tags, "keys": m.keys, "topic": m.topic, "queue_id": m.queue_id,
+                         "reconsume": m.reconsume_times, "member": member, "at": time.time()}
+                print(json.dumps(event), flush=True)
+                self.events.append(event)
+                self.bodies[member].append(body)
+                failed = failed or fail(m)
+            if orderly:
+                return OrderlyStatus.SUCCESS
+            return ConsumeStatus.RECONSUME_LATER if failed else ConsumeStatus.CONSUME_SUCCESS
+
+        return listener
+
+    def has(self, bodies: list[str], member: int | None = None) -> bool:
+        got = {b for i, seen in enumerate(self.bodies) if member in (None, i) for b in seen}
+        return set(bodies) <= got
+
+    async def start(self) -> None:
+        for consumer in self.consumers:
+            await consumer.start()
+
+    async def stop(self) -> None:
+        for consumer in self.consumers:
+            await consumer.shutdown()
+
+
+async def producer(p: dict):
+    from rmqtx.client import Producer
+
+    prod = Producer(p["producer_group"], p["namesrv"])
+    await prod.start()
+    return prod
+
+
+async def send_all(prod: Any, p: dict, mode: str = "sync") -> None:
+    specs = p["messages"]
+    if mode == "sync":
+        for spec in specs:
+            at = time.time()
+            sent(spec, at, await prod.send(message(p, spec)))
+    elif mode == "async":
+        at = time.time()
+        results = await defer.gatherResults([prod.send(message(p, spec)) for spec in specs], consumeErrors=True)
+        for spec, result in zip(specs, results):
+            sent(spec, at, result)
+    elif mode == "oneway":
+        for spec in specs:
+            at = time.time()
+            await prod.send_oneway(message(p, spec))
+            sent(spec, at)
+    elif mode == "batch":
+        at = time.time()
+        result = await prod.send_batch([message(p, spec) for spec in specs])
+        for spec in specs:
+            sent(spec, at, result)
+
+
+def bodies(p: dict, key: str = "messages") -> list[str]:
+    return [m["body"] for m in p[key]]
+
+
+# -- operations ---------------------------------------------------------------------------------
+async def op_send(p: dict) -> None:
+    prod = await producer(p)
+    await send_all(prod, p, p["mode"])
+    members = Members(p)
+    await members.start()
+    await until(lambda: members.has(bodies(p)), p["wait"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_consume(p: dict) -> None:
+    members = Members(p, p["members"], model=p["model"])
+    await members.start()
+    await sleep(p["settle"])
+    prod = await producer(p)
+    await send_all(prod, p)
+    want = bodies(p, "expect" if "expect" in p else "messages")
+    if p["model"] == "BROADCASTING":
+        await until(lambda: all(members.has(want, i) for i in range(p["members"])), p["wait"])
+    else:
+        await until(lambda: members.has(want), p["wait"])
+    await sleep(p["linger"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_orderly(p: dict) -> None:
+    members = Members(p, orderly=True)
+    await members.start()
+    await sleep(p["settle"])
+    prod = await producer(p)
+    for spec in p["messages"]:
+        at = time.time()
+        result = await prod.send(message(p, spec), selector=lambda mqs, msg, arg: mqs[arg % len(mqs)], arg=spec["shard"])
+        sent(spec, at, result)
+    await until(lambda: members.has(bodies(p)), p["wait"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_delay(p: dict) -> None:
+    members = Members(p)
+    await members.start()
+    await sleep(p["settle"])
+    prod = await producer(p)
+    await send_all(prod, p)
+    await until(lambda: members.has(bodies(p)), p["wait"] + max(p["levels"][m["delay"] - 1] for m in p["messages"]))
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_retry(p: dict) -> None:
+    prod = await producer(p)
+    await send_all(prod, p)
+    members = Members(p, fail=lambda m: m.reconsume_times == 0)
+    await members.start()
+    await until(lambda: all(any(e["body"] == b and e["reconsume"] >= 1 for e in members.events) for b in bodies(p)), p["wait"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_dlq(p: dict) -> None:
+    prod = await producer(p)
+    await send_all(prod, p)
+    limit = p["max_reconsume"]
+    emit("config", max_reconsume=limit)
+    members = Members(p, fail=lambda m: True, max_reconsume=limit)
+    await members.start()
+    await until(lambda: all(any(e["body"] == b and e["reconsume"] >= limit for e in members.events) for b in bodies(p)), p["wait"])
+    await sleep(p["linger"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_transaction(p: dict) -> None:
+    from rmqtx.client import TransactionState
+    from rmqtx.client.producer import TransactionProducer
+
+    specs = {m["body"]: m for m in p["messages"]}
+
+    async def execute(msg, arg):
+        await sleep(p["hold"])
+        state = TransactionState[specs[msg.body.decode()]["local"]]
+        emit("local", body=msg.body.decode(), state=state.name, at=time.time())
+        return state
+
+    def check(msg):
+        state = TransactionState[specs[msg.body.decode()]["check"] or "UNKNOW"]
+        emit("checked", body=msg.body.decode(), state=state.name, at=time.time())
+        return state
+
+    members = Members(p)
+    await members.start()
+    prod = TransactionProducer(p["producer_group"], p["namesrv"], execute=execute, check=check)
+    await prod.start()
+    at = time.time()
+    results = await defer.gatherResults([prod.send_in_transaction(message(p, spec)) for spec in specs.values()], consumeErrors=True)
+    for spec, result in zip(specs.values(), results):
+        sent(spec, at, result.send_result)
+    want = [m["body"] for m in specs.values() if "COMMIT_MESSAGE" in (m["local"], m["check"])]
+    await until(lambda: members.has(want), p["wait"])
+    await sleep(p["linger"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def admin(p: dict):
+    from rmqtx.client.admin import MQAdmin
+
+    return MQAdmin(p["namesrv"])
+
+
+async def op_query_id(p: dict) -> None:
+    prod = await producer(p)
+    spec = p["messages"][0]
+    at = time.time()
+    result = await prod.send(message(p, spec))
+    sent(spec, at, result)
+    mqadmin = await admin(p)
+    view = await mqadmin.view_message(result.offset_msg_id)
+    emit("found", how="offset_id", body=view.body.decode())
+    found = None
+    for _ in range(50):  # the index is built behind the commit log
+        found = await mqadmin.query_by_uniq_key(p["topic"], result.msg_id)
+        if found is not None:
+            break
+        await sleep(0.1)
+    if found is not None:
+        emit("found", how="uniq_id", body=found.body.decode())
+    await mqadmin.close()
+    await prod.shutdown()
+
+
+async def op_query_key(p: dict) -> None:
+    prod = await producer(p)
+    await send_all(prod, p)
+    mqadmin = await admin(p)
+    want = [m for m in p["messages"] if p["key"] in m["keys"]]
+    found = []
+    for _ in range(50):
+        found = await mqadmin.query_message(p["topic"], p["key"])
+        if len(found) >= len(want):
+            break
+        await sleep(0.1)
+    for m in found:
+        emit("found", how="key", body=m.body.decode())
+    await mqadmin.close()
+    await prod.shutdown()
+
+
+async def op_admin_topic(p: dict) -> None:
+    from rmqtx.common import fastjson
+    from rmqtx.remoting import RemotingCommand
+    from rmqtx.remoting.codes import RequestCode
+
+    mqadmin = await admin(p)
+    await mqadmin.create_topic(p["topic"], p["cluster"], queues=4)
+    topics: list[str] = []
+    for _ in range(50):  # the broker registers the new topic with the name server in the background
+        listed = await mqadmin.client.call_namesrv(RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))
+        topics = fastjson.loads(listed.body).get("topicList") or []
+        if p["topic"] in topics:
+            break
+        await sleep(0.1)
+    route = await mqadmin.route(p["topic"])
+    emit("topic", listed=p["topic"] in topics, count=len(topics), queues=len(route.subscribe_queues(p["topic"])))
+    await mqadmin.close()
+
+
+async def op_admin_cluster(p: dict) -> None:
+    from rmqtx.common import fastjson
+    from rmqtx.remoting import RemotingCommand
+    from rmqtx.remoting.codes import RequestCode
+
+    mqadmin = await admin(p)
+    masters = await mqadmin.cluster_masters(p["cluster"])
+    emit("cluster", brokers=masters)
+    for addr in masters.values():
+        response = await mqadmin.client.call(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+        emit("runtime", addr=addr, keys=sorted((fastjson.loads(response.body).get("table") or {}).keys()))
+    await mqadmin.close()
+
+
+async def op_admin_progress(p: dict) -> None:
+    from rmqtx.common import fastjson
+    from rmqtx.remoting import RemotingCommand
+    from rmqtx.remoting.codes import RequestCode
+
+    prod = await producer(p)
+    await send_all(prod, p)
+    members = Members(p)
+    await members.start()
+    await until(lambda: members.has(bodies(p)), p["wait"])
+    await members.stop()  # persists the offsets
+    await prod.shutdown()
+    mqadmin = await admin(p)
+    route = await mqadmin.route("%RETRY%" + p["group"])
+    broker_offset = consumer_offset = 0
+    for name in route.broker_addrs:
+        request = RemotingCommand.request(RequestCode.GET_CONSUME_STATS, {"consumerGroup": p["group"]})
+        response = await mqadmin.client.call(route.master_addr(name), request)
+        for mq, wrapper in (fastjson.loads(response.body).get("offsetTable") or {}).items():
+            if dict(mq).get("topic") == p["topic"]:
+                broker_offset += int(wrapper.get("brokerOffset", 0))
+                consumer_offset += int(wrapper.get("consumerOffset", 0))
+    emit("progress", broker_offset=broker_offset, consumer_offset=consumer_offset)
+    await mqadmin.close()
+
+
+async def main(op: str, params: dict) -> None:
+    try:
+        await globals()[f"op_{op}"](params)
+    except Exception as exc:
+        emit("error", error=f"{type(exc).__name__}: {exc}")
+
+
+if __name__ == "__main__":
+    task.react(lambda reactor, op, params: defer.ensureDeferred(main(op, json.loads(params))), sys.argv[1:3])

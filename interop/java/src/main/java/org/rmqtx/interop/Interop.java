@@ -1,0 +1,579 @@
+package org.rmqtx.interop;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
+
+import org.apache.rocketmq.client.QueryResult;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyContext;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.LocalTransactionState;
+import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.client.producer.SendCallback;
+import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.TransactionListener;
+import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.common.MixAll;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
+
+/**
+ * The official Java client as an interop column: {@code java org.rmqtx.interop.Interop OP PARAMS_JSON} runs one
+ * cell and prints one JSON event per line; the runner (interop/scenarios.py) judges them.
+ *
+ * <p>Types that moved packages between 4.9 and 5.x (MessageModel, TopicList, ClusterInfo, ConsumeStats...) are
+ * never named, so one source compiles against both.
+ */
+public final class Interop {
+    private final Map<String, Object> p;
+
+    private Interop(Map<String, Object> params) {
+        this.p = params;
+    }
+
+    public static void main(String[] args) {
+        try {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> params = (Map<String, Object>) Json.parse(args[1]);
+            new Interop(params).run(args[0]);
+        } catch (Throwable e) {
+            emit("error", "error", e.getClass().getSimpleName() + ": " + e.getMessage());
+        }
+        System.exit(0); // client threads are not all daemons
+    }
+
+    // -- plumbing ------------------------------------------------------------------------------
+    static synchronized void emit(String kind, Object... fields) {
+        Map<String, Object> event = new LinkedHashMap<String, Object>();
+        event.put("kind", kind);
+        for (int i = 0; i < fields.length; i += 2) {
+            event.put((String) fields[i], fields[i + 1]);
+        }
+        System.out.println(Json.write(event));
+        System.out.flush();
+    }
+
+    static double now() {
+        return System.currentTimeMillis() / 1000.0;
+    }
+
+    static void sleep(double seconds) throws InterruptedException {
+        Thread.sleep((long) (seconds * 1000));
+    }
+
+    interface Condition {
+        boolean done();
+    }
+
+    static void until(Condition condition, double seconds) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + (long) (seconds * 1000);
+        while (!condition.done() && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+        }
+    }
+
+    private String str(String key) {
+        return (String) p.get(key);
+    }
+
+    private double num(String key) {
+        return ((Number) p.get(key)).doubleValue();
+    }
+
+    @SuppressWarnings("unchecked")
+    private List<Map<String, Object>> specs(String key) {
+        return (List<Map<String, Object>>) p.get(key);
+    }
+
+    private List<String> bodies(String key) {
+        List<String> out = new ArrayList<String>();
+        for (Map<String, Object> m : specs(key)) {
+            out.add((String) m.get("body"));
+        }
+        return out;
+    }
+
+    private double level(int delay) {
+        return ((Number) ((List<?>) p.get("levels")).get(delay - 1)).doubleValue();
+    }
+
+    @SuppressWarnings("unchecked")
+    private Message message(Map<String, Object> spec) {
+        Message msg = new Message(str("topic"), (String) spec.get("tags"), ((String) spec.get("body")).getBytes(StandardCharsets.UTF_8));
+        msg.setKeys((List<String>) spec.get("keys"));
+        Map<String, Object> props = (Map<String, Object>) spec.get("props");
+        if (props != null) {
+            for (Map.Entry<String, Object> e : props.entrySet()) {
+                msg.putUserProperty(e.getKey(), (String) e.getValue());
+            }
+        }
+        Object delay = spec.get("delay");
+        if (delay != null) {
+            msg.setDelayTimeLevel(((Number) delay).intValue());
+        }
+        return msg;
+    }
+
+    static void sent(Map<String, Object> spec, double at, SendResult result) {
+        emit("sent", "body", spec.get("body"), "at", at, "status", result == null ? null : result.getSendStatus().name(),
+            "msg_id", result == null ? null : result.getMsgId(), "offset_msg_id", result == null ? null : result.getOffsetMsgId());
+    }
+
+    private DefaultMQProducer producer() throws Exception {
+        DefaultMQProducer producer = new DefaultMQProducer(str("producer_group"));
+        producer.setNamesrvAddr(str("namesrv"));
+        producer.setInstanceName(str("producer_group"));
+        producer.start();
+        return producer;
+    }
+
+    private void sendAll(DefaultMQProducer producer, String mode) throws Exception {
+        List<Map<String, Object>> specs = specs("messages");
+        if ("sync".equals(mode)) {
+            for (Map<String, Object> spec : specs) {
+                double at = now();
+                sent(spec, at, producer.send(message(spec)));
+            }
+        } else if ("oneway".equals(mode)) {
+            for (Map<String, Object> spec : specs) {
+                double at = now();
+                producer.sendOneway(message(spec));
+                sent(spec, at, null);
+            }
+        } else if ("batch".equals(mode)) {
+            List<Message> batch = new ArrayList<Message>();
+            for (Map<String, Object> spec : specs) {
+                batch.add(message(spec));
+            }
+            double at = now();
+            SendResult result = producer.send(batch);
+            for (Map<String, Object> spec : specs) {
+                sent(spec, at, result);
+            }
+        } else if ("async".equals(mode)) {
+            final CountDownLatch left = new CountDownLatch(specs.size());
+            final double at = now();
+            for (final Map<String, Object> spec : specs) {
+                producer.send(message(spec), new SendCallback() {
+                    @Override
+                    public void onSuccess(SendResult result) {
+                        sent(spec, at, result);
+                        left.countDown();
+                    }
+
+                    @Override
+                    public void onException(Throwable e) {
+                        emit("error", "error", "async send failed: " + e);
+                        left.countDown();
+                    }
+                });
+            }
+            left.await((long) num("wait"), TimeUnit.SECONDS);
+        }
+    }
+
+    /** Push consumers of one group; {@code fail} decides RECONSUME_LATER. */
+    final class Members {
+        final List<DefaultMQPushConsumer> consumers = new ArrayList<DefaultMQPushConsumer>();
+        final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<Map<String, Object>>());
+
+        Members(int count, boolean broadcast, boolean orderly, final Predicate<MessageExt> fail, int maxReconsume) throws Exception {
+            for (int i = 0; i < count; i++) {
+                final int member = i;
+                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(str("group"));
+                consumer.setNamesrvAddr(str("namesrv"));
+                consumer.setInstanceName(str("group") + "-" + member);
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+                consumer.setMaxReconsumeTimes(maxReconsume);
+                if (broadcast) {
+                    consumer.setMessageModel(sameEnum(consumer.getMessageModel(), "BROADCASTING"));
+                }
+                String expression = p.containsKey("expression") ? str("expression") : "*";
+                if ("SQL92".equals(p.get("expression_type"))) {
+                    consumer.subscribe(str("topic"), MessageSelector.bySql(expression));
+                } else {
+                    consumer.subscribe(str("topic"), expression);
+                }
+                if (orderly) {
+                    consumer.registerMessageListener(new MessageListenerOrderly() {
+                        @Override
+                        public ConsumeOrderlyStatus consumeMessage(List<MessageExt> msgs, ConsumeOrderlyContext context) {
+                            for (MessageExt m : msgs) {
+                                record(m, member);
+                            }
+                            return ConsumeOrderlyStatus.SUCCESS;
+                        }
+                    });
+                } else {
+                    consumer.registerMessageListener(new MessageListenerConcurrently() {
+                        @Override
+                        public ConsumeConcurrentlyStatus consumeMessage(List<MessageExt> msgs, ConsumeConcurrentlyContext context) {
+                            boolean failed = false;
+                            for (MessageExt m : msgs) {
+                                record(m, member);
+                                failed |= fail.test(m);
+                            }
+                            return failed ? ConsumeConcurrentlyStatus.RECONSUME_LATER : ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                        }
+                    });
+                }
+                consumers.add(consumer);
+            }
+        }
+
+        Members() throws Exception {
+            this(1, false, false, m -> false, 16);
+        }
+
+        private void record(MessageExt m, int member) {
+            String keys = m.getKeys() == null ? "" : m.getKeys().trim();
+            List<String> keyList = keys.isEmpty() ? new ArrayList<String>() : Arrays.asList(keys.split(" "));
+            Map<String, Object> event = new LinkedHashMap<String, Object>();
+            event.put("body", new String(m.getBody(), StandardCharsets.UTF_8));
+            event.put("reconsume", m.getReconsumeTimes());
+            event.put("member", member);
+            synchronized (Interop.class) { // printed before it counts, so main cannot exit first
+                emit("recv", "body", event.get("body"), "tags", m.getTags(), "keys", keyList, "topic", m.getTopic(),
+                    "queue_id", m.getQueueId(), "reconsume", m.getReconsumeTimes(), "member", member, "at", now());
+                events.add(event);
+            }
+        }
+
+        boolean has(List<String> want, Integer member, int reconsume) {
+            Set<String> got = new HashSet<String>();
+            synchronized (events) {
+                for (Map<String, Object> e : events) {
+                    if ((member == null || member.equals(e.get("member"))) && (Integer) e.get("reconsume") >= reconsume) {
+                        got.add((String) e.get("body"));
+                    }
+                }
+            }
+            return got.containsAll(want);
+        }
+
+        void start() throws Exception {
+            for (DefaultMQPushConsumer c : consumers) {
+                c.start();
+            }
+        }
+
+        void stop() {
+            for (DefaultMQPushConsumer c : consumers) {
+                c.shutdown();
+            }
+        }
+    }
+
+    static <E extends Enum<E>> E sameEnum(E sample, String name) {
+        return Enum.valueOf(sample.getDeclaringClass(), name);
+    }
+
+    // -- operations ----------------------------------------------------------------------------
+    private void run(String op) throws Exception {
+        if ("send".equals(op)) {
+            send();
+        } else if ("consume".equals(op)) {
+            consume();
+        } else if ("orderly".equals(op)) {
+            orderly();
+        } else if ("delay".equals(op)) {
+            delay();
+        } else if ("retry".equals(op)) {
+            retry();
+        } else if ("dlq".equals(op)) {
+            dlq();
+        } else if ("transaction".equals(op)) {
+            transaction();
+        } else if ("query_id".equals(op)) {
+            queryId();
+        } else if ("query_key".equals(op)) {
+            queryKey();
+        } else if ("admin_topic".equals(op)) {
+            adminTopic();
+        } else if ("admin_cluster".equals(op)) {
+            adminCluster();
+        } else if ("admin_progress".equals(op)) {
+            adminProgress();
+        } else {
+            throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    private void send() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, str("mode"));
+        final Members members = new Members();
+        members.start();
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 0), num("wait"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void consume() throws Exception {
+        final int count = (int) num("members");
+        final boolean broadcast = "BROADCASTING".equals(p.get("model"));
+        final Members members = new Members(count, broadcast, false, m -> false, 16);
+        members.start();
+        sleep(num("settle"));
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final List<String> want = bodies(p.containsKey("expect") ? "expect" : "messages");
+        until(() -> {
+            if (!broadcast) {
+                return members.has(want, null, 0);
+            }
+            for (int i = 0; i < count; i++) {
+                if (!members.has(want, i, 0)) {
+                    return false;
+                }
+            }
+            return true;
+        }, num("wait"));
+        sleep(num("linger"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void orderly() throws Exception {
+        final Members members = new Members(1, false, true, m -> false, 16);
+        members.start();
+        sleep(num("settle"));
+        DefaultMQProducer producer = producer();
+        MessageQueueSelector selector = new MessageQueueSelector() {
+            @Override
+            public MessageQueue select(List<MessageQueue> mqs, Message msg, Object arg) {
+                return mqs.get((Integer) arg % mqs.size());
+            }
+        };
+        for (Map<String, Object> spec : specs("messages")) {
+            double at = now();
+            sent(spec, at, producer.send(message(spec), selector, ((Number) spec.get("shard")).intValue()));
+        }
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 0), num("wait"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void delay() throws Exception {
+        final Members members = new Members();
+        members.start();
+        sleep(num("settle"));
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        double longest = 0;
+        for (Map<String, Object> spec : specs("messages")) {
+            longest = Math.max(longest, level(((Number) spec.get("delay")).intValue()));
+        }
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 0), num("wait") + longest);
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void retry() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final Members members = new Members(1, false, false, m -> m.getReconsumeTimes() == 0, 16);
+        members.start();
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 1), num("wait"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void dlq() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final int limit = (int) num("max_reconsume");
+        emit("config", "max_reconsume", limit);
+        final Members members = new Members(1, false, false, m -> true, limit);
+        members.start();
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, limit), num("wait"));
+        sleep(num("linger"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void transaction() throws Exception {
+        final Map<String, Map<String, Object>> byBody = new LinkedHashMap<String, Map<String, Object>>();
+        List<String> want = new ArrayList<String>();
+        for (Map<String, Object> spec : specs("messages")) {
+            byBody.put((String) spec.get("body"), spec);
+            if ("COMMIT_MESSAGE".equals(spec.get("local")) || "COMMIT_MESSAGE".equals(spec.get("check"))) {
+                want.add((String) spec.get("body"));
+            }
+        }
+        final long hold = (long) (num("hold") * 1000);
+        final Members members = new Members();
+        members.start();
+        TransactionMQProducer producer = new TransactionMQProducer(str("producer_group"));
+        producer.setNamesrvAddr(str("namesrv"));
+        producer.setInstanceName(str("producer_group"));
+        producer.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                try {
+                    Thread.sleep(hold);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                String body = new String(msg.getBody(), StandardCharsets.UTF_8);
+                LocalTransactionState state = LocalTransactionState.valueOf((String) byBody.get(body).get("local"));
+                emit("local", "body", body, "state", state.name(), "at", now());
+                return state;
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                String body = new String(msg.getBody(), StandardCharsets.UTF_8);
+                Object check = byBody.get(body).get("check");
+                LocalTransactionState state = LocalTransactionState.valueOf(check == null ? "UNKNOW" : (String) check);
+                emit("checked", "body", body, "state", state.name(), "at", now());
+                return state;
+            }
+        });
+        producer.start();
+        for (Map<String, Object> spec : byBody.values()) {
+            double at = now();
+            sent(spec, at, producer.sendMessageInTransaction(message(spec), null));
+        }
+        final List<String> committed = want;
+        until(() -> members.has(committed, null, 0), num("wait"));
+        sleep(num("linger"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    private DefaultMQAdminExt admin() throws Exception {
+        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        admin.setNamesrvAddr(str("namesrv"));
+        admin.setInstanceName("admin-" + str("group"));
+        admin.start();
+        return admin;
+    }
+
+    private void queryId() throws Exception {
+        DefaultMQProducer producer = producer();
+        Map<String, Object> spec = specs("messages").get(0);
+        double at = now();
+        SendResult result = producer.send(message(spec));
+        sent(spec, at, result);
+        DefaultMQAdminExt admin = admin();
+        MessageExt byOffset = admin.viewMessage(result.getOffsetMsgId());
+        emit("found", "how", "offset_id", "body", new String(byOffset.getBody(), StandardCharsets.UTF_8));
+        MessageExt byUniq = null;
+        for (int i = 0; i < 50 && byUniq == null; i++) { // the index is built behind the commit log
+            try {
+                byUniq = admin.viewMessage(str("topic"), result.getMsgId());
+            } catch (Exception e) {
+                sleep(0.1);
+            }
+        }
+        if (byUniq != null) {
+            emit("found", "how", "uniq_id", "body", new String(byUniq.getBody(), StandardCharsets.UTF_8));
+        }
+        admin.shutdown();
+        producer.shutdown();
+    }
+
+    private void queryKey() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        DefaultMQAdminExt admin = admin();
+        int want = 0;
+        for (Map<String, Object> spec : specs("messages")) {
+            if (((List<?>) spec.get("keys")).contains(str("key"))) {
+                want++;
+            }
+        }
+        List<MessageExt> found = new ArrayList<MessageExt>();
+        for (int i = 0; i < 50 && found.size() < want; i++) {
+            try {
+                QueryResult result = admin.queryMessage(str("topic"), str("key"), 32, 0, Long.MAX_VALUE);
+                found = result.getMessageList();
+            } catch (Exception e) {
+                sleep(0.1);
+            }
+        }
+        for (MessageExt m : found) {
+            emit("found", "how", "key", "body", new String(m.getBody(), StandardCharsets.UTF_8));
+        }
+        admin.shutdown();
+        producer.shutdown();
+    }
+
+    private void adminTopic() throws Exception {
+        DefaultMQAdminExt admin = admin();
+        admin.createTopic("TBW102", str("topic"), 4); // the key topic whose brokers get the new one
+        Set<String> topics = new HashSet<String>();
+        for (int i = 0; i < 50 && !topics.contains(str("topic")); i++) {
+            topics = admin.fetchAllTopicList().getTopicList();
+            if (!topics.contains(str("topic"))) {
+                sleep(0.1);
+            }
+        }
+        int queues = admin.examineTopicRouteInfo(str("topic")).getQueueDatas().stream().mapToInt(q -> q.getReadQueueNums()).sum();
+        emit("topic", "listed", topics.contains(str("topic")), "count", topics.size(), "queues", queues);
+        admin.shutdown();
+    }
+
+    private void adminCluster() throws Exception {
+        DefaultMQAdminExt admin = admin();
+        final Map<String, Object> masters = new LinkedHashMap<String, Object>();
+        admin.examineBrokerClusterInfo().getBrokerAddrTable().forEach((name, data) -> {
+            String addr = data.getBrokerAddrs().get(MixAll.MASTER_ID);
+            if (addr != null) {
+                masters.put(name, addr);
+            }
+        });
+        emit("cluster", "brokers", masters);
+        for (Object addr : masters.values()) {
+            Set<String> keys = admin.fetchBrokerRuntimeStats((String) addr).getTable().keySet();
+            emit("runtime", "addr", addr, "keys", new ArrayList<String>(keys));
+        }
+        admin.shutdown();
+    }
+
+    private void adminProgress() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final Members members = new Members();
+        members.start();
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 0), num("wait"));
+        members.stop(); // persists the offsets
+        producer.shutdown();
+        DefaultMQAdminExt admin = admin();
+        final long[] offsets = new long[2];
+        admin.examineConsumeStats(str("group")).getOffsetTable().forEach((mq, wrapper) -> {
+            if (mq.getTopic().equals(str("topic"))) {
+                offsets[0] += wrapper.getBrokerOffset();
+                offsets[1] += wrapper.getConsumerOffset();
+            }
+        });
+        emit("progress", "broker_offset", offsets[0], "consumer_offset", offsets[1]);
+        admin.shutdown();
+    }
+}

@@ -1,0 +1,97 @@
+"""Raw requests the runner makes itself: topic creation before a cell, the DLQ check, the broker's delay levels.
+
+These stand in for ``mqadmin`` so every client column starts from the same broker state.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from rmqtx.common import fastjson
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.serializer import decode_frame, encode_frame
+
+DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def call(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
+    """One blocking request/response over a fresh socket."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+        sock.sendall(encode_frame(request))
+        data = _read(sock, 4)
+        total = int.from_bytes(data, "big", signed=True)
+        return decode_frame(data + _read(sock, total))
+
+
+def _read(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed before the answer was complete")
+        data += chunk
+    return data
+
+
+def level_seconds(levels: str) -> list[float]:
+    """``messageDelayLevel`` ("1s 5s ... 2h") as seconds, level 1 first."""
+    return [float(item[:-1]) * _UNITS[item[-1]] for item in levels.split()]
+
+
+class Probe:
+    """The broker and name server as ``mqadmin`` sees them."""
+
+    def __init__(self, namesrv: str, broker: str | None = None) -> None:
+        self.namesrv = namesrv.split(";")[0]
+        self.broker = broker or self.master_addr()
+
+    def master_addr(self) -> str:
+        """The first master the name server knows (GET_BROKER_CLUSTER_INFO)."""
+        resp = call(self.namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"cluster info: {resp.code} {resp.remark}")
+        table = fastjson.loads(resp.body).get("brokerAddrTable") or {}
+        for name in sorted(table):
+            addrs = {int(k): v for k, v in (table[name].get("brokerAddrs") or {}).items()}
+            if 0 in addrs:
+                return addrs[0]
+        raise RuntimeError("the name server knows no master broker")
+
+    def broker_config(self) -> dict[str, str]:
+        """The broker's properties from GET_BROKER_CONFIG; empty when it does not answer."""
+        try:
+            resp = call(self.broker, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG), 3)
+        except OSError:
+            return {}
+        if resp.code != ResponseCode.SUCCESS or not resp.body:
+            return {}
+        lines = resp.body.decode("utf-8", "replace").splitlines()
+        return {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in lines) if v.strip()}
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        """UPDATE_AND_CREATE_TOPIC, as ``mqadmin updateTopic`` sends it, then wait for the route."""
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
+                  "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        resp = call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"create topic {topic}: {resp.code} {resp.remark}")
+        for _ in range(100):
+            route = call(self.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+            if route.code == ResponseCode.SUCCESS:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"topic {topic} never reached the name server")
+
+    def query_keys(self, topic: str, key: str) -> list[str]:
+        """Bodies of messages of ``topic`` whose KEYS contain ``key`` (QUERY_MESSAGE)."""
+        from rmqtx.client.message import decode_messages
+
+        fields = {"topic": topic, "key": key, "maxNum": 64, "beginTimestamp": 0, "endTimestamp": 2**63 - 1, "_UNIQUE_KEY_QUERY": "false"}
+        resp = call(self.broker, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 10)
+        if resp.code != ResponseCode.SUCCESS:
+            return []
+        return [m.body.decode("utf-8", "replace") for m in decode_messages(resp.body) if key in m.keys]

@@ -1,0 +1,134 @@
+"""The matrix: every scenario with every client against one running rmqtx, as a Markdown table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from interop.drivers import Driver, all_drivers
+from interop.probe import DEFAULT_LEVELS, Probe, level_seconds
+from interop.scenarios import SCENARIOS, Context, Scenario, cell_timeout
+
+REASON_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: str  # PASS, FAIL or SKIP
+    reason: str = ""
+    seconds: float = 0.0
+
+    def text(self) -> str:
+        reason = " ".join(self.reason.split()).replace("|", "/")
+        if len(reason) > REASON_CHARS:
+            reason = reason[: REASON_CHARS - 3] + "..."
+        return f"{self.status}: {reason}" if reason else self.status
+
+
+def context(probe: Probe, namesrv: str, levels: str | None) -> Context:
+    """Delay levels and check-back timing: given, else what GET_BROKER_CONFIG says, else RocketMQ's defaults."""
+    conf = probe.broker_config()
+    check_ms = int(conf.get("transactionCheckInterval", 60000)) + int(conf.get("transactionTimeOut", 6000))
+    return Context(run=uuid.uuid4().hex[:8], namesrv=namesrv, levels=level_seconds(levels or conf.get("messageDelayLevel") or DEFAULT_LEVELS),
+                   tx_check_seconds=check_ms / 1000, cluster=conf.get("brokerClusterName", "DefaultCluster"))
+
+
+def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log_dir: Path | None = None) -> Cell:
+    params = scenario.params(ctx, driver.name)
+    skip = driver.adapt(scenario, params, ctx)
+    if skip:
+        return Cell("SKIP", skip)
+    started = time.monotonic()
+    timeout = cell_timeout(params)
+    try:
+        if scenario.create_topic:
+            probe.create_topic(params["topic"])
+        run = driver.run(scenario.op, params, timeout)
+        if log_dir is not None:
+            log = "\n".join(json.dumps(e) for e in [params, *run.events])
+            (log_dir / f"{scenario.key}.{driver.name}.log").write_text(f"{log}\n--- stderr\n{run.stderr}")
+        reason = scenario.check(run.events, params, probe)
+    except Exception as exc:  # the runner's own trouble is this cell's failure, not the matrix's
+        return Cell("FAIL", f"runner: {exc!r}", time.monotonic() - started)
+    stderr = (run.stderr.strip().splitlines() or [""])[-1]
+    if run.timed_out:
+        reason = f"timed out after {timeout:.0f} s" + (f": {reason}" if reason else "")
+    elif reason is None and run.returncode != 0:
+        reason = f"driver exited {run.returncode}: {stderr}"
+    elif reason and not run.events and stderr:
+        reason = f"{reason} ({stderr})"
+    return Cell("FAIL" if reason else "PASS", reason or "", time.monotonic() - started)
+
+
+def run_matrix(probe: Probe, ctx: Context, drivers: list[Driver], scenarios: list[Scenario], jobs: int,
+               log_dir: Path | None = None) -> dict[tuple[str, str], Cell]:
+    """Cells run in parallel (each scenario has its own topic and groups); the longest start first."""
+    results: dict[tuple[str, str], Cell] = {}
+    ready: list[Driver] = []
+    for driver in drivers:
+        reason = driver.prepare()
+        if reason:
+            results.update({(s.key, driver.name): Cell("SKIP", reason) for s in scenarios})
+        else:
+            ready.append(driver)
+    cells = [(s, d) for s in scenarios for d in ready]
+    cells.sort(key=lambda sd: -cell_timeout(sd[0].params(ctx, sd[1].name)))
+
+    def one(cell: tuple[Scenario, Driver]) -> None:
+        scenario, driver = cell
+        result = run_cell(scenario, driver, ctx, probe, log_dir)
+        results[scenario.key, driver.name] = result
+        print(f"[{driver.name}] {scenario.title}: {result.text()} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        list(pool.map(one, cells))
+    return results
+
+
+def render(results: dict[tuple[str, str], Cell], clients: list[str], scenarios: list[Scenario]) -> str:
+    """The Markdown table and the ``N passed, M failed`` line (SKIPs not counted)."""
+    lines = ["| scenario | " + " | ".join(clients) + " |", "|---" * (len(clients) + 1) + "|"]
+    for s in scenarios:
+        lines.append(f"| {s.title} | " + " | ".join(results[s.key, c].text() for c in clients) + " |")
+    statuses = [cell.status for cell in results.values()]
+    lines += ["", f"{statuses.count('PASS')} passed, {statuses.count('FAIL')} failed"]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m interop", description="Run real RocketMQ clients against a running rmqtx.")
+    parser.add_argument("--namesrv", required=True, help="name server address, e.g. 127.0.0.1:9876")
+    parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
+    parser.add_argument("--clients", default="cpp,node,python,java", help="comma-separated columns: cpp,node,python,java")
+    parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all)")
+    parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
+    parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
+    parser.add_argument("--log-dir", type=Path, help="write each cell's params, events and stderr here")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    drivers = all_drivers()
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    unknown = [c for c in clients if c not in drivers]
+    if unknown:
+        print(f"unknown client(s) {unknown}; choose from {sorted(drivers)}", file=sys.stderr)
+        return 2
+    scenarios = SCENARIOS
+    if args.scenarios:
+        keys = set(args.scenarios.split(","))
+        scenarios = [s for s in SCENARIOS if s.key in keys]
+    probe = Probe(args.namesrv, args.broker)
+    ctx = context(probe, args.namesrv, args.delay_levels)
+    if args.log_dir:
+        args.log_dir.mkdir(parents=True, exist_ok=True)
+    results = run_matrix(probe, ctx, [drivers[c] for c in clients], scenarios, args.jobs, args.log_dir)
+    print(render(results, clients, scenarios), flush=True)
+    return 0 if all(cell.status != "FAIL" for cell in results.values()) else 1

@@ -1,0 +1,360 @@
+"""The scenario list: what each driver is asked to do (params) and what must have happened (checks).
+
+Drivers only act and report events (one JSON object per line); every expectation lives here so
+the four columns are judged by the same rules.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Callable
+
+from interop.probe import Probe
+
+#: What ``mqadmin clusterList`` reads from GET_BROKER_RUNTIME_INFO (it fails without them).
+RUNTIME_KEYS = ("brokerVersionDesc", "msgPutTotalTodayNow", "msgGetTotalTodayNow", "putTps", "getTransferedTps")
+SETTLE = 3.0  # seconds for consumers of a group to rebalance before messages are sent
+
+
+@dataclass(frozen=True)
+class Context:
+    """One matrix run: the per-run suffix and what the broker was found to be configured with."""
+
+    run: str
+    namesrv: str
+    levels: list[float]  # delay level n waits levels[n - 1] seconds
+    tx_check_seconds: float = 66.0  # transactionCheckInterval + transactionTimeOut
+    cluster: str = "DefaultCluster"
+
+
+Events = list[dict]
+Check = Callable[[Events, dict, Probe], "str | None"]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """``op`` is what the driver runs; ``build`` the extra params; ``check`` a failure reason or None."""
+
+    key: str
+    title: str
+    op: str
+    build: Callable[[Context], dict]
+    check: Check
+    wait: float = 20.0  # how long the driver waits for deliveries
+    create_topic: bool = True  # the runner creates the topic first, as mqadmin would
+
+    def params(self, ctx: Context, client: str) -> dict:
+        """What the driver gets: names unique to this run and client, default waits, the scenario's own."""
+        name = f"{self.key}_{client}_{ctx.run}"
+        return {"scenario": self.key, "namesrv": ctx.namesrv, "cluster": ctx.cluster, "topic": f"IT_{name}",
+                "group": f"GID_{name}", "producer_group": f"PID_{name}", "wait": self.wait, "settle": 0.0,
+                "linger": 0.0, **self.build(ctx)}
+
+
+def cell_timeout(params: dict) -> float:
+    """The whole cell: the driver's own waits plus start-up and shutdown."""
+    return params["wait"] + params["settle"] + params["linger"] + 30
+
+
+def messages(prefix: str, n: int, tags: str | tuple[str, ...] = "TagA", **extra: object) -> list[dict]:
+    """Message specs: unique bodies and keys, tags cycling through ``tags``."""
+    cycle = (tags,) if isinstance(tags, str) else tags
+    return [{"body": f"{prefix}-{i}", "tags": cycle[i % len(cycle)], "keys": [f"{prefix}-key-{i}"], **extra} for i in range(n)]
+
+
+# -- shared judgements -------------------------------------------------------------------------
+def errors(events: Events) -> str | None:
+    found = [e.get("error", "?") for e in events if e["kind"] == "error"]
+    return "; ".join(found) if found else None
+
+
+def received(events: Events, member: int | None = None) -> list[dict]:
+    return [e for e in events if e["kind"] == "recv" and (member is None or e.get("member") == member)]
+
+
+def sends_ok(events: Events, params: dict, status: bool = True) -> str | None:
+    sent = [e for e in events if e["kind"] == "sent"]
+    if len(sent) < len(params["messages"]):
+        return f"{len(sent)} of {len(params['messages'])} sends reported"
+    bad = [e for e in sent if status and e.get("status") != "SEND_OK"]
+    return f"send status {bad[0].get('status')}" if bad else None
+
+
+def delivered_exactly(events: Events, specs: list[dict], member: int | None = None) -> str | None:
+    """Every spec arrived with its tags and keys; nothing else arrived."""
+    got: dict[str, dict] = {}
+    for e in received(events, member):
+        got.setdefault(e["body"], e)
+    want = {m["body"]: m for m in specs}
+    who = "" if member is None else f"member {member}: "
+    missing = sorted(set(want) - set(got))
+    if missing:
+        return f"{who}{len(missing)} of {len(want)} not received ({missing[0]}...)"
+    extra = sorted(set(got) - set(want))
+    if extra:
+        return f"{who}unexpected {extra[0]} ({len(extra)} extra)"
+    for body, spec in want.items():
+        e = got[body]
+        if e.get("tags") != spec["tags"] or sorted(e.get("keys") or []) != sorted(spec["keys"]):
+            return f"{who}{body} came with tags {e.get('tags')!r} keys {e.get('keys')!r}"
+    return None
+
+
+def first(*reasons: "str | None") -> str | None:
+    return next((r for r in reasons if r), None)
+
+
+# -- builders and checks -----------------------------------------------------------------------
+def send_scenario(mode: str) -> Scenario:
+    def build(ctx: Context) -> dict:
+        return {"mode": mode, "messages": messages(mode, 4, ("TagA", "TagB"))}
+
+    def check(events: Events, params: dict, probe: Probe) -> str | None:
+        return first(errors(events), sends_ok(events, params, status=mode != "oneway"), delivered_exactly(events, params["messages"]))
+
+    return Scenario(f"{mode}_send", f"{mode} send", "send", build, check)
+
+
+def cluster_build(ctx: Context) -> dict:
+    return {"model": "CLUSTERING", "members": 2, "expression": "*", "messages": messages("cluster", 12), "settle": SETTLE, "linger": 1.0}
+
+
+def cluster_check(events: Events, params: dict, probe: Probe) -> str | None:
+    bodies = [e["body"] for e in received(events)]
+    queues = [{e["queue_id"] for e in received(events, m)} for m in range(params["members"])]
+    if not all(queues):
+        return f"a member got nothing (queues per member {queues})"
+    if queues[0] & queues[1]:
+        return f"both members consumed queue(s) {sorted(queues[0] & queues[1])}"
+    dup = sorted({b for b in bodies if bodies.count(b) > 1})
+    return first(errors(events), delivered_exactly(events, params["messages"]), f"delivered twice: {dup[0]}" if dup else None)
+
+
+def broadcast_build(ctx: Context) -> dict:
+    return {"model": "BROADCASTING", "members": 2, "expression": "*", "messages": messages("bc", 6), "settle": SETTLE, "linger": 1.0}
+
+
+def broadcast_check(events: Events, params: dict, probe: Probe) -> str | None:
+    return first(errors(events), *(delivered_exactly(events, params["messages"], m) for m in range(params["members"])))
+
+
+def tag_build(ctx: Context) -> dict:
+    msgs = messages("tag", 9, ("TagA", "TagB", "TagC"))
+    return {"model": "CLUSTERING", "members": 1, "expression": "TagA || TagB", "messages": msgs,
+            "expect": [m for m in msgs if m["tags"] != "TagC"], "settle": SETTLE, "linger": 2.0}
+
+
+def sql_build(ctx: Context) -> dict:
+    msgs = [dict(m, props={"a": str(i)}) for i, m in enumerate(messages("sql", 8, ("TagA", "TagB")))]
+    return {"model": "CLUSTERING", "members": 1, "expression": "a BETWEEN 3 AND 6 AND TAGS = 'TagA'", "expression_type": "SQL92",
+            "messages": msgs, "expect": [m for m in msgs if 3 <= int(m["props"]["a"]) <= 6 and m["tags"] == "TagA"],
+            "settle": SETTLE, "linger": 2.0}
+
+
+def filter_check(events: Events, params: dict, probe: Probe) -> str | None:
+    return first(errors(events), delivered_exactly(events, params["expect"]))
+
+
+def orderly_build(ctx: Context) -> dict:
+    msgs = [{"body": f"k{k}-{s}", "tags": "TagO", "keys": [f"order-k{k}-{s}"], "shard": k} for s in range(6) for k in range(3)]
+    return {"messages": msgs, "settle": SETTLE}
+
+
+def orderly_check(events: Events, params: dict, probe: Probe) -> str | None:
+    per_key: dict[str, list[int]] = defaultdict(list)
+    queues: dict[str, set[int]] = defaultdict(set)
+    for e in received(events):
+        key, seq = e["body"].split("-")
+        if int(seq) not in per_key[key]:
+            per_key[key].append(int(seq))
+        queues[key].add(e["queue_id"])
+    for key, seqs in sorted(per_key.items()):
+        if seqs != sorted(seqs):
+            return f"{key} consumed out of order: {seqs}"
+        if len(queues[key]) != 1:
+            return f"{key} spread over queues {sorted(queues[key])}"
+    return first(errors(events), delivered_exactly(events, params["messages"]))
+
+
+def delay_build(ctx: Context) -> dict:
+    msgs = [dict(m, delay=level) for level, m in zip((1, 2), messages("delay", 2))]
+    return {"messages": msgs, "levels": ctx.levels, "settle": SETTLE}
+
+
+def delay_check(events: Events, params: dict, probe: Probe) -> str | None:
+    sent = {e["body"]: e["at"] for e in events if e["kind"] == "sent"}
+    for m in params["messages"]:
+        got = [e["at"] for e in received(events) if e["body"] == m["body"]]
+        if not got or m["body"] not in sent:
+            continue
+        waited, level = got[0] - sent[m["body"]], params["levels"][m["delay"] - 1]
+        if waited < level:
+            return f"level {m['delay']} ({level:g} s) delivered after {waited:.2f} s"
+    return first(errors(events), delivered_exactly(events, params["messages"]))
+
+
+def reconsumes(events: Events) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = defaultdict(list)
+    for e in received(events):
+        out[e["body"]].append(e)
+    return out
+
+
+def retry_build(ctx: Context) -> dict:
+    return {"messages": messages("retry", 3), "levels": ctx.levels, "wait": 20 + ctx.levels[2] * 2}
+
+
+def retry_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Each message comes back with reconsumeTimes 1, under its own topic, no sooner than level 3."""
+    for body, seen in sorted(reconsumes(events).items()):
+        times = [e["reconsume"] for e in seen]
+        if times != sorted(times) or max(times) < 1:
+            return f"{body}: reconsumeTimes {times}"
+        if any(e["topic"] != params["topic"] for e in seen):
+            return f"{body}: redelivered under topic {seen[-1]['topic']}"
+        zero, one = [e for e in seen if e["reconsume"] == 0], [e for e in seen if e["reconsume"] == 1]
+        if zero and one and one[0]["at"] - zero[0]["at"] < params["levels"][2]:
+            return f"{body}: retried after {one[0]['at'] - zero[0]['at']:.2f} s, level 3 is {params['levels'][2]:g} s"
+    return first(errors(events), delivered_exactly(events, params["messages"]))
+
+
+def dlq_build(ctx: Context) -> dict:
+    return {"messages": messages("dlq", 2), "max_reconsume": 1, "linger": 2.0, "wait": 25 + ctx.levels[2] * 2}
+
+
+def dlq_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """The client stops after maxReconsumeTimes retries and the broker holds the message in %DLQ%group."""
+    limit = next((e["max_reconsume"] for e in events if e["kind"] == "config"), params["max_reconsume"])
+    for body, seen in sorted(reconsumes(events).items()):
+        times = [e["reconsume"] for e in seen]
+        if max(times) != limit:
+            return f"{body}: reconsumeTimes {times}, wanted up to {limit}"
+    reason = first(errors(events), delivered_exactly(events, params["messages"]))
+    if reason:
+        return reason
+    dlq = "%DLQ%" + params["group"]
+    for m in params["messages"]:
+        if m["body"] not in probe.query_keys(dlq, m["keys"][0]):
+            return f"{m['body']} not found in {dlq}"
+    return None
+
+
+def tx_build(states: list[tuple[str, str | None]], check_back: bool = False) -> Callable[[Context], dict]:
+    """Half messages whose local transaction answers ``local`` (after ``hold`` s), and check-backs ``check``."""
+
+    def build(ctx: Context) -> dict:
+        msgs = [dict(m, local=local, check=check) for m, (local, check) in zip(messages(f"tx{len(states)}", len(states)), states)]
+        return {"messages": msgs, "hold": 2.0, "wait": ctx.tx_check_seconds + 15 if check_back else 20.0, "linger": 3.0}
+
+    return build
+
+
+def tx_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Committed messages arrive only after the commit (local or check-back); rolled back ones never."""
+    done = {e["body"]: e["at"] for e in events if e["kind"] in ("local", "checked") and e.get("state") == "COMMIT_MESSAGE"}
+    checked = {e["body"] for e in events if e["kind"] == "checked"}
+    want = [m for m in params["messages"] if "COMMIT_MESSAGE" in (m["local"], m["check"])]
+    for m in params["messages"]:
+        if m["local"] == "UNKNOW" and m["body"] not in checked:
+            return f"{m['body']}: the broker never asked the producer (CHECK_TRANSACTION_STATE)"
+        got = [e["at"] for e in received(events) if e["body"] == m["body"]]
+        if got and m["body"] in done and got[0] < done[m["body"]]:
+            return f"{m['body']} delivered {done[m['body']] - got[0]:.2f} s before it was committed"
+        if got and m["body"] not in done:
+            return f"{m['body']} delivered though never committed"
+    return first(errors(events), sends_ok(events, params), delivered_exactly(events, want))
+
+
+def query_id_build(ctx: Context) -> dict:
+    return {"messages": messages("byid", 1)}
+
+
+def query_id_check(events: Events, params: dict, probe: Probe) -> str | None:
+    body = params["messages"][0]["body"]
+    found = {e["how"] for e in events if e["kind"] == "found" and e["body"] == body}
+    missing = sorted({"offset_id", "uniq_id"} - found)
+    return first(errors(events), sends_ok(events, params), f"not found by {', '.join(missing)}" if missing else None)
+
+
+def query_key_build(ctx: Context) -> dict:
+    msgs = messages("bykey", 3)
+    key = f"shared-{ctx.run}"
+    for m in msgs[:2]:
+        m["keys"] = [key, *m["keys"]]
+    return {"messages": msgs, "key": key}
+
+
+def query_key_check(events: Events, params: dict, probe: Probe) -> str | None:
+    found = sorted({e["body"] for e in events if e["kind"] == "found"})
+    want = sorted(m["body"] for m in params["messages"] if params["key"] in m["keys"])
+    return first(errors(events), sends_ok(events, params), None if found == want else f"found {found}, wanted {want}")
+
+
+def topic_check(events: Events, params: dict, probe: Probe) -> str | None:
+    topic = next((e for e in events if e["kind"] == "topic"), None)
+    reason = errors(events)
+    if reason or topic is None:
+        return reason or "no topic list reported"
+    if not topic["listed"]:
+        return f"{params['topic']} missing from the topic list of {topic['count']}"
+    return None if topic["queues"] == 4 else f"route shows {topic['queues']} queues, created 4"
+
+
+def cluster_info_check(events: Events, params: dict, probe: Probe) -> str | None:
+    reason = errors(events)
+    brokers = next((e["brokers"] for e in events if e["kind"] == "cluster"), None)
+    if reason or brokers is None:
+        return reason or "no cluster info reported"
+    if probe.broker not in brokers.values():
+        return f"{probe.broker} not among the masters {brokers}"
+    runtime = next((e for e in events if e["kind"] == "runtime" and e["addr"] == probe.broker), None)
+    if runtime is None:
+        return "no broker runtime info (GET_BROKER_RUNTIME_INFO)"
+    missing = [k for k in RUNTIME_KEYS if k not in runtime["keys"]]
+    return f"runtime info lacks {', '.join(missing)}" if missing else None
+
+
+def progress_build(ctx: Context) -> dict:
+    return {"messages": messages("progress", 5)}
+
+
+def progress_check(events: Events, params: dict, probe: Probe) -> str | None:
+    reason = first(errors(events), sends_ok(events, params), delivered_exactly(events, params["messages"]))
+    stats = next((e for e in events if e["kind"] == "progress"), None)
+    if reason or stats is None:
+        return reason or "no consume stats reported"
+    n = len(params["messages"])
+    if (stats["broker_offset"], stats["consumer_offset"]) != (n, n):
+        return f"broker offset {stats['broker_offset']}, consumer offset {stats['consumer_offset']}, wanted {n}/{n}"
+    return None
+
+
+def nothing(ctx: Context) -> dict:
+    return {}
+
+
+SCENARIOS: list[Scenario] = [
+    send_scenario("sync"),
+    send_scenario("async"),
+    send_scenario("oneway"),
+    send_scenario("batch"),
+    Scenario("cluster_consume", "cluster consume", "consume", cluster_build, cluster_check),
+    Scenario("broadcast_consume", "broadcast consume", "consume", broadcast_build, broadcast_check),
+    Scenario("tag_filter", "tag filter", "consume", tag_build, filter_check),
+    Scenario("sql92_filter", "SQL92 filter", "consume", sql_build, filter_check),
+    Scenario("orderly", "orderly", "orderly", orderly_build, orderly_check),
+    Scenario("delay_level", "delay level", "delay", delay_build, delay_check),
+    Scenario("retry", "retry", "retry", retry_build, retry_check),
+    Scenario("dlq", "DLQ", "dlq", dlq_build, dlq_check),
+    Scenario("tx_commit", "transaction commit", "transaction", tx_build([("COMMIT_MESSAGE", None)]), tx_check),
+    Scenario("tx_rollback", "transaction rollback", "transaction",
+             tx_build([("COMMIT_MESSAGE", None), ("ROLLBACK_MESSAGE", None)]), tx_check),
+    Scenario("tx_check", "transaction check-back", "transaction", tx_build([("UNKNOW", "COMMIT_MESSAGE")], check_back=True), tx_check),
+    Scenario("query_id", "query by id", "query_id", query_id_build, query_id_check),
+    Scenario("query_key", "query by key", "query_key", query_key_build, query_key_check),
+    Scenario("admin_topic", "admin topic create/list", "admin_topic", nothing, topic_check, create_topic=False),
+    Scenario("admin_cluster", "admin cluster info", "admin_cluster", nothing, cluster_info_check, create_topic=False),
+    Scenario("admin_progress", "admin consumer progress", "admin_progress", progress_build, progress_check),
+]
+BY_KEY = {s.key: s for s in SCENARIOS}
