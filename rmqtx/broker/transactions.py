@@ -8,7 +8,6 @@ producer group is asked (CHECK_TRANSACTION_STATE); after transactionCheckMax che
 
 from __future__ import annotations
 
-import ipaddress
 import time
 from typing import Callable
 
@@ -20,7 +19,7 @@ from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, pa
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CheckTransactionStateRequestHeader
-from rmqtx.store.record import RecordError, decode_record, encode_record, offset_msg_id
+from rmqtx.store.record import RecordError, decode_record, encode_record, record_msg_id
 from rmqtx.store.results import MessageToStore, PutResult
 
 log = Logger(namespace="rmqtx.broker.transactions")
@@ -38,10 +37,6 @@ TRANSACTION_MASK, COMMIT, ROLLBACK = 0xC, 0x8, 0xC
 
 class TransactionError(Exception):
     """An END_TRANSACTION that does not name a pending half message; the remark says why."""
-
-
-def _host_bytes(host: str) -> bytes:
-    return ipaddress.ip_address(host).packed
 
 
 class TransactionService:
@@ -230,7 +225,7 @@ class TransactionService:
             commitLogOffset=renewed.physical_offset,
             msgId=uniq,
             transactionId=uniq,
-            offsetMsgId=offset_msg_id(_host_bytes(renewed.store_host), renewed.store_port, renewed.physical_offset),
+            offsetMsgId=record_msg_id(renewed),
         )
         body = encode_record(
             renewed.sys_flag, int(props.get(PROPERTY_REAL_QUEUE_ID, "0")), renewed.flag, renewed.queue_offset,

@@ -112,16 +112,8 @@ class RemotingClient:
         waits = []
         for conn in self._connections.values():
             if not conn.closed:
-                done: defer.Deferred[None] = defer.Deferred()
-                original = conn.connectionLost
-
-                def lost(reason: object, original=original, done=done) -> None:
-                    original(reason)
-                    done.callback(None)
-
-                conn.connectionLost = lost  # type: ignore[method-assign]
+                waits.append(conn.when_closed())
                 conn.transport.loseConnection()
-                waits.append(done)
         self._connections.clear()
         return defer.DeferredList(waits).addCallback(lambda _: None)
 

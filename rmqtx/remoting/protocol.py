@@ -112,6 +112,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         self.closed = False
         self.closing = False
         self.attributes: dict[str, object] = {}  # per-connection data of the services (client ids...)
+        self._close_waiters: list[defer.Deferred[None]] = []
 
     # -- connection life ------------------------------------------------------------------------
     @property
@@ -127,9 +128,20 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
             for listener in self.dispatcher.on_open:
                 listener(self)
 
+    def when_closed(self) -> "defer.Deferred[None]":
+        """Fires once this connection is down."""
+        if self.closed:
+            return defer.succeed(None)
+        d: defer.Deferred[None] = defer.Deferred()
+        self._close_waiters.append(d)
+        return d
+
     def connectionLost(self, reason: Failure = protocol.connectionDone) -> None:
         self.closed = True
         self.setTimeout(None)
+        waiters, self._close_waiters = self._close_waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
         pending, self.pending = self.pending, {}
         for d in pending.values():
             d.errback(ConnectionClosedError(f"connection to {self.peer} closed"))

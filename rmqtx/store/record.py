@@ -270,6 +270,11 @@ def offset_msg_id(store_ip: bytes, store_port: int, offset: int) -> str:
     return f"{_msg_id_prefix(store_ip, store_port)}{offset & 0xFFFFFFFFFFFFFFFF:016X}"
 
 
+def record_msg_id(record: Record) -> str:
+    """The offsetMsgId of a decoded record (its store host and commit log offset)."""
+    return offset_msg_id(encode_host(record.store_host)[0], record.store_port, record.physical_offset)
+
+
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     """(store host, port, commit log offset) from an offsetMsgId."""
     raw = bytes.fromhex(msg_id)

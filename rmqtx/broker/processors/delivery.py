@@ -7,14 +7,14 @@ import random
 import orjson
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.broker.jsonfiles import loads_fastjson, pretty
 from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
 from rmqtx.common.message import parse_properties, properties_to_string
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
-from rmqtx.store.record import RecordError, decode_record, offset_msg_id
+from rmqtx.store.record import RecordError, decode_record, record_msg_id
 from rmqtx.store.results import MessageToStore, PutResult
 
 PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
@@ -24,12 +24,6 @@ PROPERTY_DELAY = "DELAY"
 #: Java 3.4.9: from this client version on, the request's maxReconsumeTimes wins over the group's.
 V3_4_9 = 121
 DLQ_QUEUE_NUMS = 1
-
-
-def _host_bytes(host: str) -> bytes:
-    import ipaddress
-
-    return ipaddress.ip_address(host).packed
 
 
 class DeliveryProcessor:
@@ -86,9 +80,7 @@ class DeliveryProcessor:
                 delay = 3 + record.reconsume_times
             props[PROPERTY_DELAY] = str(delay)
         if not props.get(PROPERTY_ORIGIN_MESSAGE_ID):
-            props[PROPERTY_ORIGIN_MESSAGE_ID] = offset_msg_id(
-                _host_bytes(record.store_host), record.store_port, record.physical_offset
-            )
+            props[PROPERTY_ORIGIN_MESSAGE_ID] = record_msg_id(record)
         if created:
             ctx.registrar.register_all(oneway=True)
         store_topic, store_queue = ctx.schedule.redirect(topic, queue_id, props, record.sys_flag)
@@ -134,6 +126,4 @@ class DeliveryProcessor:
         return request.make_response(ResponseCode.SUCCESS)
 
     def all_delay_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
-        from rmqtx.broker.jsonfiles import pretty
-
         return request.make_response(ResponseCode.SUCCESS, body=pretty(self.ctx.schedule.to_json()).encode())
