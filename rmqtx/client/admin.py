@@ -29,10 +29,7 @@ class MQAdmin:
     """Admin calls over a private client instance (no heartbeats, no group)."""
 
     def __init__(self, namesrv_addr: str | None = None, *, config: ClientConfig | None = None, reactor: Any = None) -> None:
-        if config is None:
-            if namesrv_addr is None:
-                raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
-            config = ClientConfig(namesrv_addr)
+        config = ClientConfig.resolve(namesrv_addr, config)
         self.client = MQClientInstance(config, reactor)
 
     @deferred

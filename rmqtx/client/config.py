@@ -7,6 +7,8 @@ import socket
 import time
 from dataclasses import dataclass, field
 
+from rmqtx.client.errors import NO_CODE, MQClientError
+
 
 def local_ip() -> str:
     """The host's outward IPv4 address (what Java's RemotingUtil.getLocalAddress finds), else loopback."""
@@ -36,6 +38,16 @@ class ClientConfig:
     heartbeat_interval: float = 30.0
     persist_offset_interval: float = 5.0
     rebalance_interval: float = 20.0
+
+
+    @classmethod
+    def resolve(cls, namesrv_addr: str | None, config: "ClientConfig | None") -> "ClientConfig":
+        """The config a client was given, or one built from its name server address."""
+        if config is not None:
+            return config
+        if namesrv_addr is None:
+            raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
+        return cls(namesrv_addr)
 
     @property
     def client_id(self) -> str:

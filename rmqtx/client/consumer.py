@@ -140,10 +140,7 @@ class _ConsumerBase:
         consume_from: str,
         offset_store_dir: str | None,
     ) -> None:
-        if config is None:
-            if namesrv_addr is None:
-                raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
-            config = ClientConfig(namesrv_addr)
+        config = ClientConfig.resolve(namesrv_addr, config)
         if message_model not in (CLUSTERING, BROADCASTING):
             raise MQClientError(NO_CODE, f"unknown message model {message_model!r}")
         self.group = group

@@ -84,10 +84,7 @@ class Producer:
         default_topic_queue_nums: int = 4,
         max_message_size: int = 4 * 1024 * 1024,
     ) -> None:
-        if config is None:
-            if namesrv_addr is None:
-                raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
-            config = ClientConfig(namesrv_addr)
+        config = ClientConfig.resolve(namesrv_addr, config)
         self.group = group
         self.config = config
         self.reactor = reactor
