@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import struct
 import tarfile
 import tempfile
 from pathlib import Path
@@ -85,3 +86,17 @@ def put_sync(store: MessageStore, m) -> "object":
     d.addCallback(out.append)
     assert out, "put Deferred did not fire synchronously"
     return out[0]
+
+
+def read_cq(root: str, topic: str, qid: int) -> list[tuple[int, int, int]]:
+    """Consume queue units read straight from the files (REFERENCE.md layout), not through the store."""
+    d = os.path.join(root, "consumequeue", topic, str(qid))
+    units = []
+    for name in sorted(os.listdir(d)):
+        data = open(os.path.join(d, name), "rb").read()
+        for i in range(0, len(data), 20):
+            u = struct.unpack_from(">qiq", data, i)
+            if u == (0, 0, 0):
+                break
+            units.append(u)
+    return units

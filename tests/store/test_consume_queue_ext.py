@@ -11,24 +11,11 @@ from rmqtx.store import GetStatus, MessageStore
 from rmqtx.store.record import decode_record, java_hash
 from rmqtx.store.tools import verify
 
-from .helpers import TempStore, msg, put_sync, small_config
+from .helpers import TempStore, msg, put_sync, read_cq, small_config
 
 LONG_MIN = -(1 << 63)
 EXT_FILE = 256  # 7 units of 34 bytes, then the closing -1
 BITMAP = bytes(range(1, 15))  # 112 bits, the broker default's map size
-
-
-def read_cq(root: str, topic: str, qid: int) -> list[tuple[int, int, int]]:
-    d = os.path.join(root, "consumequeue", topic, str(qid))
-    units = []
-    for name in sorted(os.listdir(d)):
-        data = open(os.path.join(d, name), "rb").read()
-        for i in range(0, len(data), 20):
-            u = struct.unpack_from(">qiq", data, i)
-            if u == (0, 0, 0):
-                break
-            units.append(u)
-    return units
 
 
 def read_ext(root: str, topic: str, qid: int) -> dict[int, tuple[int, int, int, bytes]]:

@@ -13,7 +13,7 @@ from rmqtx.store import (BatchToStore, GetStatus, MessageStore, PutStatus, Store
 from rmqtx.store import mapped_file
 from rmqtx.store.record import decode_record, encode_batch_body, java_hash
 
-from .helpers import TempStore, msg, put_sync, small_config
+from .helpers import TempStore, msg, put_sync, read_cq, small_config
 
 MAGIC = 0xDAA320A7
 BLANK = 0xCBD43194
@@ -62,19 +62,6 @@ def read_commit_log(directory: str) -> tuple[list[dict], list[tuple[int, int]]]:
                             store_ts=store_ts, body=body, props=props, flag=flag, reconsume=reconsume))
             pos += total
     return out, blanks
-
-
-def read_cq(root: str, topic: str, qid: int) -> list[tuple[int, int, int]]:
-    d = os.path.join(root, "consumequeue", topic, str(qid))
-    units = []
-    for name in sorted(os.listdir(d)):
-        data = open(os.path.join(d, name), "rb").read()
-        for i in range(0, len(data), 20):
-            u = struct.unpack_from(">qiq", data, i)
-            if u == (0, 0, 0):
-                break
-            units.append(u)
-    return units
 
 
 class WriteReadTest(unittest.TestCase):
