@@ -20,6 +20,10 @@ from interop.scenarios import Context, Scenario
 CONSUME_SUCCESS, RECONSUME_LATER = 0, 1
 MAX_RECONSUME = 16  # the C API has no setter; the client sends the default
 DLQ_BUDGET = 150.0  # seconds the DLQ cell may spend on 16 retries
+#: The client learns the %RETRY% topic's route only at its periodic refresh (10 s after start, then every
+#: 30 s): it asks before its first heartbeat has made the broker create that topic, so a retry cell waits
+#: one full period more than the delay levels alone need.
+ROUTE_REFRESH_S = 30.0
 NO_API = "PyPI rocketmq 0.4.4 (C API of rocketmq-client-cpp) has no {}"
 
 
@@ -46,7 +50,9 @@ class CppDriver(Driver):
             retries = sum(ctx.levels[2:2 + MAX_RECONSUME])
             if retries > DLQ_BUDGET:
                 return f"maxReconsumeTimes is fixed at 16 in the C API; 16 retries take {retries:.0f} s with this broker's delay levels"
-            params.update(max_reconsume=MAX_RECONSUME, wait=retries * 2 + 30)
+            params.update(max_reconsume=MAX_RECONSUME, wait=retries * 2 + 30 + ROUTE_REFRESH_S)
+        elif scenario.key == "retry":
+            params.update(wait=params["wait"] + ROUTE_REFRESH_S)
         return super().adapt(scenario, params, ctx)
 
     def command(self, op: str, params: dict) -> list[str]:
