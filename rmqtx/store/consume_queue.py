@@ -88,13 +88,10 @@ class ConsumeQueue:
             self.ext.close()
 
     def destroy(self) -> None:
-        self.queue.destroy()
+        """Forget this queue; its files and emptied directories are deleted off the reactor."""
         if self.ext is not None:
             self.ext.destroy()
-        try:
-            os.rmdir(os.path.dirname(self.queue.directory))
-        except OSError:
-            pass
+        self.queue.destroy(parents=(os.path.dirname(self.queue.directory),))
 
     # ---- write ----------------------------------------------------------------------------
 

@@ -66,11 +66,7 @@ class ConsumeQueueExt:
         self.queue.close()
 
     def destroy(self) -> None:
-        self.queue.destroy()
-        try:
-            os.rmdir(os.path.dirname(self.queue.directory))
-        except OSError:
-            pass
+        self.queue.destroy(parents=(os.path.dirname(self.queue.directory),))
 
     # ---- write ----------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from concurrent.futures import Executor, Future
 from typing import Callable
 
 from . import record as R
-from .mapped_file import MappedFile, StoreError, remove_leftovers
+from .mapped_file import MappedFile, StoreError, remove_leftovers, retire
 
 log = logging.getLogger(__name__)
 
@@ -280,13 +280,13 @@ class IndexService:
 
     def delete_expired(self, min_phys: int) -> int:
         """Delete files (never the last) whose entries all point below min_phys."""
-        count = 0
+        expired = []
         while len(self.files) > 1 and self.files[0].end_phy < min_phys:
             f = self.files.pop(0)
             self.dirty.discard(f)
-            f.mf.destroy()
-            count += 1
-        return count
+            expired.append(f.mf)
+        retire(expired, self.allocator)
+        return len(expired)
 
     def take_dirty(self) -> list[MappedFile]:
         """Files to sync now; their headers are current."""

@@ -31,6 +31,38 @@ def file_name(offset: int) -> str:
     return f"{offset:020d}"
 
 
+def retire(files: list["MappedFile"], allocator: Executor | None, dirs: tuple[str, ...] = ()) -> None:
+    """Close and unlink files already detached from their queue, then remove emptied directories.
+
+    Unlinking a large file can take milliseconds, so with an allocator thread the work goes there;
+    that thread also creates files, in submission order, so a re-created queue never races it.
+    """
+    if allocator is None:
+        _destroy_all(files, dirs)
+    else:
+        allocator.submit(_destroy_all, files, dirs)
+
+
+def _destroy_made(made: Future) -> None:
+    try:
+        made.result().destroy()
+    except OSError:
+        pass  # it was never made
+
+
+def _destroy_all(files: list["MappedFile"], dirs: tuple[str, ...]) -> None:
+    for mf in files:
+        try:
+            mf.destroy()
+        except (OSError, BufferError) as e:  # BufferError: a reader still holds a view of the map
+            log.error("deleting %s failed: %s", mf.path, e)
+    for directory in dirs:
+        try:
+            os.rmdir(directory)
+        except OSError:
+            pass  # not empty (re-created meanwhile) or already gone
+
+
 class MappedFile:
     """One pre-allocated file mapped read-write; positions are kept by the owner thread."""
 
@@ -52,8 +84,14 @@ class MappedFile:
 
         The file is built under a temporary name and renamed, so a crash never leaves a short file.
         """
-        tmp = os.path.join(os.path.dirname(path), f".{os.path.basename(path)}{TMP_SUFFIX}")
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        directory = os.path.dirname(path)
+        tmp = os.path.join(directory, f".{os.path.basename(path)}{TMP_SUFFIX}")
+        os.makedirs(directory, exist_ok=True)
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        except FileNotFoundError:  # an emptied directory removed by retire() between the two calls
+            os.makedirs(directory, exist_ok=True)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             try:
                 os.posix_fallocate(fd, 0, file_size)
@@ -182,7 +220,6 @@ class MappedFileQueue:
         offset = last.end_offset if last is not None else start_offset - start_offset % self.file_size
         mf = self._take_prepared(offset)
         if mf is None:
-            os.makedirs(self.directory, exist_ok=True)
             mf = MappedFile.create(os.path.join(self.directory, file_name(offset)), self.file_size, offset)
         self.files.append(mf)
         return mf
@@ -192,7 +229,6 @@ class MappedFileQueue:
         if self.allocator is None or self._next is not None or not self.files:
             return
         offset = self.files[-1].end_offset
-        os.makedirs(self.directory, exist_ok=True)
         path = os.path.join(self.directory, file_name(offset))
         self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset))
 
@@ -212,19 +248,17 @@ class MappedFileQueue:
             return None
         if want == offset:
             return mf
-        mf.destroy()
+        retire([mf], self.allocator)
         return None
 
     def discard_prepared(self) -> None:
         """Drop a pre-made file that was never used (it would look like a torn tail)."""
         if self._next is None:
             return
-        _, fut = self._next
+        _, made = self._next
         self._next = None
-        try:
-            fut.result().destroy()
-        except OSError:
-            pass
+        assert self.allocator is not None  # only prepare_next sets _next, and only with an allocator
+        self.allocator.submit(_destroy_made, made)  # runs after the making job: one FIFO thread
 
     def truncate_dirty(self, offset: int) -> None:
         """Forget everything at or after offset: later files go, the holding file is cut."""
@@ -242,9 +276,9 @@ class MappedFileQueue:
         self.flushed_where = min(self.flushed_where, offset)
 
     def remove_first(self, count: int) -> list[MappedFile]:
+        """Detach the oldest files now; they are deleted in the allocator thread."""
         removed, self.files = self.files[:count], self.files[count:]
-        for mf in removed:
-            mf.destroy()
+        retire(removed, self.allocator)
         return removed
 
     def dirty_files(self) -> list[MappedFile]:
@@ -261,12 +295,8 @@ class MappedFileQueue:
         for mf in self.files:
             mf.close()
 
-    def destroy(self) -> None:
+    def destroy(self, parents: tuple[str, ...] = ()) -> None:
+        """Forget every file; they, this directory and then ``parents`` go in the allocator thread."""
         self.discard_prepared()
-        for mf in self.files:
-            mf.destroy()
-        self.files = []
-        try:
-            os.rmdir(self.directory)
-        except OSError:
-            pass
+        files, self.files = self.files, []
+        retire(files, self.allocator, (self.directory, *parents))

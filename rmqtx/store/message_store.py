@@ -503,6 +503,10 @@ class MessageStore:
             cq.destroy()
             self.commitlog.topic_queue_table.pop(key, None)
 
+    def wait_for_file_jobs(self) -> None:
+        """Block until files queued for creation or deletion are done (tests, admin answers)."""
+        self._allocator.submit(lambda: None).result()
+
     def run_retention_now(self) -> None:
         """Delete expired files now, as at deleteWhen (for tests and admin commands)."""
         self.retention.run(manual=True)

@@ -197,6 +197,7 @@ class ExtRetentionTest(unittest.TestCase):
         files = cq.ext.queue.files
         self.assertGreater(files[0].from_offset, 0)
         self.assertGreaterEqual(files[0].end_offset, first_live)
+        self.store.wait_for_file_jobs()
         names = sorted(os.listdir(os.path.join(self.ts.root, "consumequeue_ext", "R", "0")))
         self.assertEqual(names[0], os.path.basename(files[0].path))
         r = self.store.get_message("R", 0, lo, 32, tag_filter=lambda code: code == java_hash("TagA"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import os
 import struct
+import threading
 import time
 
 from twisted.internet import defer, reactor
@@ -267,6 +268,60 @@ class RetentionTest(unittest.TestCase):
         self.store.retention.disk_usage = lambda path: 0.95  # above 90 %: refuse puts
         self.store.retention.run()
         self.assertEqual(put_sync(self.store, msg("R", 0, b"z")).status, PutStatus.SERVICE_NOT_AVAILABLE)
+
+
+class FileDeletionThreadTest(unittest.TestCase):
+    """Unlinking files (retention, topic deletion) happens in the store's allocator thread, not the caller's."""
+
+    def setUp(self) -> None:
+        self.now = time.time()
+        self.ts = TempStore()
+        self.ts.store.shutdown()
+        self.store = self.ts.store = self.ts.open(clock=lambda: self.now)
+        self.destroyed_in: list[tuple[str, str]] = []
+        real = mapped_file.MappedFile.destroy
+
+        def recording_destroy(mf: mapped_file.MappedFile) -> None:
+            self.destroyed_in.append((os.path.basename(mf.path), threading.current_thread().name))
+            real(mf)
+
+        self.real_destroy = real
+        mapped_file.MappedFile.destroy = recording_destroy
+
+    def tearDown(self) -> None:
+        mapped_file.MappedFile.destroy = self.real_destroy
+        self.ts.close()
+
+    def test_retention_and_topic_deletion_unlink_off_the_caller_thread(self) -> None:
+        for i in range(300):
+            put_sync(self.store, msg("R", 0, os.urandom(900)))
+            put_sync(self.store, msg("Gone", i % 2, b"x"))
+        self.store.flush.flush_commit_log_now()
+        cl_dir = self.store.config.commit_log_dir
+        before = set(os.listdir(cl_dir))
+        self.now += 73 * 3600
+        self.store.run_retention_now()
+        self.store.delete_topics({"Gone"})
+        self.store.wait_for_file_jobs()
+        after = set(os.listdir(cl_dir))
+        queue = self.store.commitlog.queue
+        self.assertEqual(len(queue.files), 1)
+        live = {os.path.basename(queue.files[0].path)}
+        if queue.next_pending:  # the file after the current one, made ahead of need
+            live.add(mapped_file.file_name(queue.files[0].end_offset))
+        self.assertEqual(after, live)
+        self.assertFalse(os.path.exists(os.path.join(self.ts.root, "consumequeue", "Gone")))
+        self.assertTrue(os.path.isdir(os.path.join(self.ts.root, "consumequeue", "R", "0")))
+        deleted = {name for name, _ in self.destroyed_in}
+        self.assertLessEqual(before - after, deleted)
+        threads_used = {thread for _, thread in self.destroyed_in}
+        self.assertTrue(threads_used and all(t.startswith("rmqtx-store-alloc") for t in threads_used), threads_used)
+        # a deleted topic written again gets fresh files in a re-created directory
+        put_sync(self.store, msg("Gone", 0, b"again"))
+        self.assertEqual(self.store.get_message("Gone", 0, 0, 1).status, GetStatus.FOUND)
+        self.store.shutdown()
+        self.store = self.ts.store = self.ts.open()
+        self.assertEqual(decode_record(self.store.get_message("Gone", 0, 0, 1).messages[0]).body, b"again")
 
 
 class DiskFullTest(unittest.TestCase):
