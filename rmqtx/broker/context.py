@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from rmqtx.broker.offsets import ConsumerOffsetManager
     from rmqtx.broker.registration import NamesrvRegistrar
     from rmqtx.broker.schedule import ScheduleMessageService
+    from rmqtx.broker.stats import BrokerStats
     from rmqtx.broker.topics import TopicConfigManager
     from rmqtx.broker.transactions import TransactionService
     from rmqtx.store.message_store import MessageStore
@@ -36,6 +37,7 @@ class BrokerContext:
     locks: "RebalanceLockManager"
     transactions: "TransactionService"
     filters: "ConsumerFilterManager"
+    stats: "BrokerStats"
 
     @property
     def store_host(self) -> tuple[str, int]:

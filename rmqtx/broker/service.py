@@ -17,6 +17,7 @@ from rmqtx.broker.offsets import ConsumerOffsetManager
 from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
+from rmqtx.broker.stats import BrokerStats
 from rmqtx.broker.topics import TopicConfigManager
 from rmqtx.broker.transactions import TransactionService
 from rmqtx.remoting.client import RemotingClient
@@ -73,11 +74,13 @@ class BrokerService(service.Service):
             locks=RebalanceLockManager(),
             transactions=TransactionService(cfg, store, topics, offsets, clients, lambda: (cfg.brokerIP1, cfg.listenPort)),
             filters=filters,
+            stats=BrokerStats(),
         )
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
+        store.add_arrival_listener(ctx.stats.on_arrival)
         if cfg.enableCalcFilterBitMap:
             store.set_bitmap_calculator(filters.calc_bitmap)
         return ctx

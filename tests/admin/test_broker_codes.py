@@ -12,7 +12,7 @@ from rmqtx.common import fastjson
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from tests.admin.support import AdminTestCase
-from tests.broker.wire import send
+from tests.broker.wire import pull, send
 from tests.client.support import wait_until
 
 
@@ -42,6 +42,10 @@ class BrokerCodesTest(AdminTestCase):
         try:
             for i in range(4):
                 await send(client, self.cluster.broker_addr, "T_codes", b"x", queue_id=i % 2)
+            got, records = await pull(client, self.cluster.broker_addr, "T_codes", 0, 0, group="G_reader")
+            missed, _ = await pull(client, self.cluster.broker_addr, "T_codes", 0, 2, group="G_reader")
+            self.assertEqual(len(records), 2)
+            self.assertEqual((got.code, missed.code), (ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND))
         finally:
             await client.close()
         ctx.offsets.commit("G1", "T_codes", 0, 2)
@@ -93,8 +97,16 @@ class BrokerCodesTest(AdminTestCase):
         self.assertEqual(fastjson.loads(view.body)["statsMinute"]["sum"], 4)
         unknown = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_NUMS", "statsKey": "x"})
         self.assertEqual((unknown.code, unknown.remark), (ResponseCode.SYSTEM_ERROR, "The stats <GROUP_GET_NUMS> <x> not exist"))
+        gets = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_NUMS", "statsKey": "T_codes@G_reader"})
+        self.assertEqual(fastjson.loads(gets.body)["statsDay"]["sum"], 2)
+        size = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_SIZE", "statsKey": "T_codes@G_reader"})
+        self.assertEqual(fastjson.loads(size.body)["statsMinute"]["sum"], len(got.body))
         runtime = fastjson.loads((await self.call(RequestCode.GET_BROKER_RUNTIME_INFO)).body)["table"]
-        self.assertEqual(runtime["msgPutTotalTodayNow"], "4")
+        self.assertEqual((runtime["msgPutTotalTodayNow"], runtime["msgGetTotalTodayNow"]), ("4", "2"))
+        self.assertEqual(runtime["getTransferedTps"].split(), [str(2 / s) for s in (10.0, 60.0, 600.0)])
+        self.assertEqual(runtime["getFoundTps"].split()[0], "0.1")
+        self.assertEqual(runtime["getMissTps"].split()[0], "0.1")
+        self.assertEqual(runtime["getTotalTps"].split()[0], "0.2")
 
         self.assertEqual((await self.call(RequestCode.DELETE_SUBSCRIPTIONGROUP, {"groupName": "G1", "removeOffset": "true"})).code, 0)
         self.assertEqual(ctx.offsets.query("G1", "T_codes", 0), -1)

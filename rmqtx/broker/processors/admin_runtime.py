@@ -15,7 +15,6 @@ import orjson
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import ok
 from rmqtx.broker.processors.admin_headers import GetBrokerConfigResponseHeader, ViewBrokerStatsDataRequestHeader
-from rmqtx.broker.processors.admin_stats import BrokerStats
 from rmqtx.broker.topics import SCHEDULE_TOPIC, DataVersion
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap
@@ -78,10 +77,9 @@ def _human_bytes(n: int) -> str:
 class RuntimeAdminProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        self.stats = BrokerStats()
+        self.stats = ctx.stats
         self.config_version = DataVersion()
         self.boot_phy_offset = 0
-        ctx.store.add_arrival_listener(self.stats.on_arrival)
         from twisted.internet import reactor
 
         reactor.callLater(0, self._note_boot_offset)  # the store loads right after the processors are built
@@ -141,27 +139,29 @@ class RuntimeAdminProcessor:
     def _runtime_table(self) -> JavaMap:
         """The keys of Java's ``prepareRuntimeInfo``; thread pool figures are 0, rmqtx has no pools."""
         store, cfg, stats = self.ctx.store, self.ctx.config, self.stats
-        puts = stats.broker.total
+        puts, gets = stats.broker_puts.total, stats.gets_transferred.total
+        puts_today, puts_yesterday = stats.mornings(stats.broker_puts)
+        gets_today, gets_yesterday = stats.mornings(stats.gets_transferred)
         size_total = max(0, store.max_phy_offset - self.boot_phy_offset)
         ratio = self._disk_ratio(cfg.storePathRootDir)
         zero = "0"
         table = JavaMap(
             {
                 "msgPutTotalTodayNow": str(puts),
-                "msgPutTotalTodayMorning": zero,
-                "msgPutTotalYesterdayMorning": zero,
-                "msgGetTotalTodayNow": zero,
-                "msgGetTotalTodayMorning": zero,
-                "msgGetTotalYesterdayMorning": zero,
+                "msgPutTotalTodayMorning": str(puts_today),
+                "msgPutTotalYesterdayMorning": str(puts_yesterday),
+                "msgGetTotalTodayNow": str(gets),
+                "msgGetTotalTodayMorning": str(gets_today),
+                "msgGetTotalYesterdayMorning": str(gets_yesterday),
                 "bootTimestamp": str(stats.boot_ms),
                 "runtime": stats.runtime(),
                 "brokerVersion": str(CURRENT_VERSION),
                 "brokerVersionDesc": VERSION_DESC,
-                "putTps": stats.put_tps(),
-                "getMissTps": "0.0 0.0 0.0",
-                "getTransferedTps": "0.0 0.0 0.0",
-                "getTotalTps": "0.0 0.0 0.0",
-                "getFoundTps": "0.0 0.0 0.0",
+                "putTps": stats.broker_puts.rates(),
+                "getMissTps": stats.gets_missed.rates(),
+                "getTransferedTps": stats.gets_transferred.rates(),
+                "getTotalTps": stats.get_total_rates(),
+                "getFoundTps": stats.gets_found.rates(),
                 "putMessageTimesTotal": str(puts),
                 "putMessageSizeTotal": str(size_total),
                 "putMessageAverageSize": str(size_total / puts if puts else 0.0),
