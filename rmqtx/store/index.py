@@ -236,16 +236,19 @@ class IndexService:
         if phy < f.end_phy:
             return
         prefix = topic + "#"
-        if uniq_key:
-            f = self._put(f, R.index_key_hash2(prefix, uniq_key), phy, store_ts)
+        hash2 = R.index_key_hash2
+        if uniq_key and not f.put_key(hash2(prefix, uniq_key), phy, store_ts):
+            f = self._put_rolling(hash2(prefix, uniq_key), phy, store_ts)
         if keys:
-            for k in keys.split(" "):
-                if k:
-                    f = self._put(f, R.index_key_hash2(prefix, k), phy, store_ts)
-        f.write_header()
+            for k in keys.split(" ") if " " in keys else (keys,):
+                if k and not f.put_key(hash2(prefix, k), phy, store_ts):
+                    f = self._put_rolling(hash2(prefix, k), phy, store_ts)
+        f.write_header()  # in the mapping at once: a killed process leaves a header matching its slots
         self.dirty.add(f)
 
-    def _put(self, f: IndexFile, h: int, phy: int, store_ts: int) -> IndexFile:
+    def _put_rolling(self, h: int, phy: int, store_ts: int) -> IndexFile:
+        """The current file is full: put the entry into new ones until it fits."""
+        f = self._roll()
         while not f.put_key(h, phy, store_ts):
             f = self._roll()
         return f

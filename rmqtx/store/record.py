@@ -245,12 +245,16 @@ def _unsigned_hash(s: str) -> int:
     return java_hash(s) & 0xFFFFFFFF
 
 
+#: 31**(n-1) .. 31**0 (mod 2**32) for keys of n characters: one multiply per character, no reversing.
+_DESCENDING_POW31 = tuple(_POW31[:n][::-1] for n in range(256))
+
+
 def index_key_hash2(prefix: str, key: str) -> int:
     """index_key_hash(prefix + key), reusing the cached hash of a repeated prefix like "topic#"."""
     n = len(key)
-    if not key.isascii() or n >= len(_POW31):
+    if not key.isascii() or n >= len(_DESCENDING_POW31):
         return index_key_hash(prefix + key)
-    h = (_unsigned_hash(prefix) * _POW31[n] + sum(map(mul, reversed(key.encode("ascii")), _POW31))) & 0xFFFFFFFF
+    h = (_unsigned_hash(prefix) * _POW31[n] + sum(map(mul, key.encode("ascii"), _DESCENDING_POW31[n]))) & 0xFFFFFFFF
     if h & 0x80000000:
         h = (1 << 32) - h
     return 0 if h > 0x7FFFFFFF else h
