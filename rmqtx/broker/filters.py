@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from pathlib import Path
+from typing import Any, Callable, Iterable
 
 from twisted.logger import Logger
 
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.config import BrokerConfig
+from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.filter import (BloomFilter, BloomFilterData, CompiledExpression, FilterSyntaxError, calc_bitmap,
                           compile_cached, consumer_bloom_key)
 from rmqtx.store.consume_queue_ext import ExtUnit
@@ -40,6 +42,20 @@ class ConsumerFilterData:
     def dead(self) -> bool:
         return self.dead_time >= self.born_time
 
+    def to_json(self) -> dict[str, Any]:
+        """Java's ConsumerFilterData bean, properties in fastjson's (alphabetical) order."""
+        return {
+            "bloomFilterData": {"bitNum": self.bloom_data.bit_num, "bitPos": list(self.bloom_data.bit_pos)},
+            "bornTime": self.born_time,
+            "clientVersion": self.client_version,
+            "consumerGroup": self.group,
+            "dead": self.dead,
+            "deadTime": self.dead_time,
+            "expression": self.expression,
+            "expressionType": self.expression_type,
+            "topic": self.topic,
+        }
+
 
 class ConsumerFilterManager:
     """Filters by topic and group, from heartbeats; dead ones are dropped after filterDataCleanTimeSpan."""
@@ -55,6 +71,8 @@ class ConsumerFilterManager:
         self._calc_lists: dict[str, tuple[tuple[str, CompiledExpression, BloomFilterData], ...]] = {}
         self.evaluations = 0  # messages whose expression a pull evaluated
         self.skipped = 0  # consume queue units a pull's bit map check ruled out
+        self.file = JsonConfigFile(Path(config.storePathRootDir) / "config" / "consumerFilter.json")
+        self._saved: dict | None = None
 
     def _now(self) -> int:
         return int(self._clock() * 1000)
@@ -117,6 +135,59 @@ class ConsumerFilterManager:
     def _changed(self, topic: str) -> None:
         table = self._by_topic.get(topic, {})
         self._calc_lists[topic] = tuple((g, d.compiled, d.bloom_data) for g, d in table.items())
+
+    # ---- config/consumerFilter.json -----------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's content, long-dead filters dropped first (as Java's encode does)."""
+        self.clean(self._now())
+        return {"filterDataByTopic": {
+            topic: {"groupFilterData": {group: data.to_json() for group, data in table.items()}, "topic": topic}
+            for topic, table in self._by_topic.items()
+        }}
+
+    def load(self) -> None:
+        """Filters saved before a restart, all taken as dead until their group's heartbeat revives them.
+
+        A revived filter keeps its born time, so the bit maps stored since then stay trusted. If the
+        bloom filter's size changed in the config, nothing saved is usable and all of it is dropped.
+        """
+        data = self.file.load() or {}
+        loaded: dict[str, dict[str, ConsumerFilterData]] = {}
+        now = self._now()
+        for topic, by_topic in (data.get("filterDataByTopic") or {}).items():
+            for group, raw in ((by_topic or {}).get("groupFilterData") or {}).items():
+                bloom = raw.get("bloomFilterData") or {}
+                bloom_data = BloomFilterData(tuple(bloom.get("bitPos") or ()), int(bloom.get("bitNum", 0)))
+                if not self.bloom.is_valid(bloom_data):
+                    log.info("bloom filter settings changed: ignoring {path}", path=self.file.path)
+                    return
+                try:
+                    compiled = compile_cached(raw["expression"])
+                except (KeyError, FilterSyntaxError) as exc:
+                    log.warn("saved filter of {group} on {topic} skipped: {exc!r}", group=group, topic=topic, exc=exc)
+                    continue
+                born, dead = int(raw.get("bornTime", 0)), int(raw.get("deadTime", 0))
+                if dead == 0:
+                    dead = max(now - 30_000, born)
+                loaded.setdefault(topic, {})[group] = ConsumerFilterData(
+                    group, topic, raw["expression"], raw.get("expressionType", "SQL92"),
+                    int(raw.get("clientVersion", 0)), compiled, bloom_data, born, dead)
+        self._by_topic = loaded
+        for topic in loaded:
+            self._changed(topic)
+
+    def persist(self):
+        """Write the file in a thread when its content changed since the last write (the 10 s timer)."""
+        content = self.to_json()
+        if content == self._saved:
+            return None
+        self._saved = content
+        return self.file.save(content)
+
+    def persist_now(self) -> None:
+        self._saved = self.to_json()
+        self.file.save_now(self._saved)
 
     # ---- dispatch and pull --------------------------------------------------------------------
 

@@ -28,6 +28,8 @@ from rmqtx.store.config import StoreConfig
 from rmqtx.store.message_store import MessageStore
 
 log = Logger(namespace="rmqtx.broker")
+#: Java persists config/consumerFilter.json on a 10 s timer too.
+FILTER_PERSIST_SECONDS = 10.0
 
 
 class BrokerService(service.Service):
@@ -45,6 +47,7 @@ class BrokerService(service.Service):
         self.port = None
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
+        self._filter_flush: task.LoopingCall | None = None
         self._namesrv_client = RemotingClient(reactor)
 
     # -- wiring -----------------------------------------------------------------------------
@@ -95,6 +98,7 @@ class BrokerService(service.Service):
         ctx.offsets.load()
         ctx.schedule.load()
         ctx.transactions.load()
+        ctx.filters.load()
         self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
         if self.config.listenPort == 0:
             self.config.listenPort = self.port.getHost().port
@@ -104,6 +108,8 @@ class BrokerService(service.Service):
         ctx.topics.file.save_now(ctx.topics.to_json())
         self._offset_flush = task.LoopingCall(ctx.offsets.persist)
         self._offset_flush.start(self.config.flushConsumerOffsetInterval / 1000, now=False)
+        self._filter_flush = task.LoopingCall(ctx.filters.persist)
+        self._filter_flush.start(FILTER_PERSIST_SECONDS, now=False)
         if self.config.namesrv_addrs:
             ctx.registrar.start()
         log.info(
@@ -119,8 +125,9 @@ class BrokerService(service.Service):
         if self.port is not None:
             await self.port.stopListening()
         if ctx is not None:
-            if self._offset_flush is not None and self._offset_flush.running:
-                self._offset_flush.stop()
+            for loop in (self._offset_flush, self._filter_flush):
+                if loop is not None and loop.running:
+                    loop.stop()
             await ctx.registrar.stop()
             ctx.holds.stop()
             ctx.schedule.stop()
@@ -128,9 +135,10 @@ class BrokerService(service.Service):
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:
-            for config_file in (ctx.topics.file, ctx.groups.file, ctx.offsets.file, ctx.schedule.file):
+            for config_file in (ctx.topics.file, ctx.groups.file, ctx.offsets.file, ctx.schedule.file, ctx.filters.file):
                 await config_file.drain()
             ctx.offsets.persist_now()
+            ctx.filters.persist_now()
             ctx.schedule.persist_now()
             ctx.store.shutdown()
 
