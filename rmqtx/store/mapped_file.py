@@ -34,8 +34,9 @@ def file_name(offset: int) -> str:
 def retire(files: list["MappedFile"], allocator: Executor | None, dirs: tuple[str, ...] = ()) -> None:
     """Close and unlink files already detached from their queue, then remove emptied directories.
 
-    Unlinking a large file can take milliseconds, so with an allocator thread the work goes there;
-    that thread also creates files, in submission order, so a re-created queue never races it.
+    Unlinking a large file can take milliseconds, so with an allocator thread the work goes there.
+    That one thread also creates every file, in submission order, so a queue re-created under the
+    same names (a topic deleted and written again) never has a new file unlinked by an old job.
     """
     if allocator is None:
         _destroy_all(files, dirs)
@@ -86,12 +87,8 @@ class MappedFile:
         """
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, f".{os.path.basename(path)}{TMP_SUFFIX}")
-        os.makedirs(directory, exist_ok=True)
-        try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        except FileNotFoundError:  # an emptied directory removed by retire() between the two calls
-            os.makedirs(directory, exist_ok=True)
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.makedirs(directory, exist_ok=True)  # retire() may have removed it, emptied
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             try:
                 os.posix_fallocate(fd, 0, file_size)
@@ -220,7 +217,11 @@ class MappedFileQueue:
         offset = last.end_offset if last is not None else start_offset - start_offset % self.file_size
         mf = self._take_prepared(offset)
         if mf is None:
-            mf = MappedFile.create(os.path.join(self.directory, file_name(offset)), self.file_size, offset)
+            path = os.path.join(self.directory, file_name(offset))
+            if self.allocator is None:
+                mf = MappedFile.create(path, self.file_size, offset)
+            else:  # queued behind any retire() of this directory: an old file of the same name goes first
+                mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset).result()
         self.files.append(mf)
         return mf
 
