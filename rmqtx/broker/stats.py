@@ -1,61 +1,68 @@
 """Broker counters: puts (from the store's arrival events) and gets (from the pull processor).
 
-They feed what brokerStatus, clusterList and statsAll read: per-minute buckets kept for two days give
-the minute/hour/day snapshots of VIEW_BROKER_STATS_DATA, the 10/60/600 s rates of the runtime info,
-and the totals at the last two midnights (Java records those at each local midnight).
+They feed what brokerStatus, clusterList and statsAll read: the minute/hour/day snapshots of
+VIEW_BROKER_STATS_DATA, the 10/60/600 s rates of the runtime info, and the totals at the last two
+local midnights. Like Java's StatsItem, each counter keeps a bounded number of buckets: per minute
+for the last hour and per hour for the last day, plus per second for the last 600 s where rates are
+wanted, so thousands of topic@group items stay small.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import date
 from typing import Callable
 
-KEEP_MINUTES = 2 * 1440
-KEEP_SECONDS = 600
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 GROUP_GET_SIZE = "GROUP_GET_SIZE"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 RATE_WINDOWS_S = (10, 60, 600)
+KEEP_SECONDS = 600
+KEEP_MINUTES = 60
+KEEP_HOURS = 25
 
 
-class MinuteCounter:
-    """Counts per minute for the last two days, and per second for the last 600 s (the rate windows)."""
+def _add(buckets: dict[int, int], at: int, n: int, keep: int) -> None:
+    """Count n in bucket ``at``; drop buckets older than ``keep`` once there are twice as many."""
+    buckets[at] = buckets.get(at, 0) + n
+    if len(buckets) > 2 * keep:
+        for old in [b for b in buckets if b <= at - keep]:
+            del buckets[old]
 
-    def __init__(self, clock: Callable[[], float]) -> None:
+
+class Counter:
+    """A running total with per-second (optional), per-minute and per-hour buckets."""
+
+    def __init__(self, clock: Callable[[], float], per_second: bool = False) -> None:
         self.clock = clock
         self.total = 0
-        self._buckets: dict[int, int] = {}
-        self._seconds: dict[int, int] = {}
+        self._seconds: dict[int, int] | None = {} if per_second else None
+        self._minutes: dict[int, int] = {}
+        self._hours: dict[int, int] = {}
 
     def add(self, n: int) -> None:
         now = self.clock()
-        minute, second = int(now // 60), int(now)
-        self._buckets[minute] = self._buckets.get(minute, 0) + n
-        self._seconds[second] = self._seconds.get(second, 0) + n
+        if self._seconds is not None:
+            _add(self._seconds, int(now), n, KEEP_SECONDS)
+        _add(self._minutes, int(now // 60), n, KEEP_MINUTES)
+        _add(self._hours, int(now // 3600), n, KEEP_HOURS)
         self.total += n
-        if len(self._buckets) > KEEP_MINUTES:
-            for old in [m for m in self._buckets if m <= minute - KEEP_MINUTES]:
-                del self._buckets[old]
-        if len(self._seconds) > 2 * KEEP_SECONDS:
-            for old in [s for s in self._seconds if s <= second - KEEP_SECONDS]:
-                del self._seconds[old]
 
     def sum_last(self, seconds: int) -> int:
-        """Counts of the last ``seconds``: to the second within 600 s, to the minute beyond."""
+        """Counts of the last ``seconds``: to the second (when kept) within 600 s, the minute within an
+        hour, the hour beyond."""
         now = self.clock()
-        if seconds <= KEEP_SECONDS:
-            since_s = int(now) - seconds
-            return sum(n for s, n in self._seconds.items() if s > since_s)
-        since = int((now - seconds) // 60)
-        return sum(n for m, n in self._buckets.items() if m > since)
-
-    def total_at(self, when: float) -> int:
-        """The running total as it stood at ``when`` (within the two days kept)."""
-        return self.total - sum(n for m, n in self._buckets.items() if m >= when // 60)
+        if self._seconds is not None and seconds <= KEEP_SECONDS:
+            buckets, width = self._seconds, 1
+        elif seconds <= KEEP_MINUTES * 60:
+            buckets, width = self._minutes, 60
+        else:
+            buckets, width = self._hours, 3600
+        since = int((now - seconds) // width)
+        return sum(n for b, n in buckets.items() if b > since)
 
     def rates(self) -> str:
         """Java's ``putTps``-style text: per-second rates over 10 s, 60 s and 600 s."""
@@ -67,23 +74,56 @@ class MinuteCounter:
         return {"avgpt": 0.0, "sum": total, "tps": total / (minutes * 60.0)}
 
 
+class DailyCounter(Counter):
+    """A broker-wide counter that also knows its total at the last two local midnights.
+
+    Java records both at each midnight and starts them at 0, so before the first midnight since
+    boot they read 0; here the marks move lazily, at the first add or read of a new day.
+    """
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__(clock, per_second=True)
+        self._day = self._today()
+        self.today_morning = 0
+        self.yesterday_morning = 0
+
+    def _today(self) -> int:
+        return date.fromtimestamp(self.clock()).toordinal()
+
+    def _roll(self) -> None:
+        today = self._today()
+        if today != self._day:  # no count since the last add: the total then is the total at midnight
+            self.yesterday_morning = self.today_morning if today - self._day == 1 else self.total
+            self.today_morning = self.total
+            self._day = today
+
+    def add(self, n: int) -> None:
+        self._roll()
+        super().add(n)
+
+    def mornings(self) -> tuple[int, int]:
+        """Totals at today's and yesterday's local midnight."""
+        self._roll()
+        return self.today_morning, self.yesterday_morning
+
+
 class BrokerStats:
     """Put counts per topic, get counts per topic@group, broker totals, and the boot time."""
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.boot_ms = int(clock() * 1000)
-        self.broker_puts = MinuteCounter(clock)
-        self.topic_puts: dict[str, MinuteCounter] = defaultdict(self._counter)
-        self.gets_found = MinuteCounter(clock)  # pulls that returned messages
-        self.gets_missed = MinuteCounter(clock)  # pulls that returned none
-        self.gets_transferred = MinuteCounter(clock)  # messages those pulls carried
-        self.group_get_nums: dict[str, MinuteCounter] = defaultdict(self._counter)
-        self.group_get_size: dict[str, MinuteCounter] = defaultdict(self._counter)
+        self.broker_puts = DailyCounter(clock)
+        self.topic_puts: dict[str, Counter] = defaultdict(self._counter)
+        self.gets_found = Counter(clock, per_second=True)  # pulls that returned messages
+        self.gets_missed = Counter(clock, per_second=True)  # pulls that returned none
+        self.gets_transferred = DailyCounter(clock)  # messages those pulls carried
+        self.group_get_nums: dict[str, Counter] = defaultdict(self._counter)
+        self.group_get_size: dict[str, Counter] = defaultdict(self._counter)
         self._last_max: dict[tuple[str, int], int] = {}
 
-    def _counter(self) -> MinuteCounter:
-        return MinuteCounter(self.clock)
+    def _counter(self) -> Counter:
+        return Counter(self.clock)
 
     def on_arrival(self, topic: str, queue_id: int, new_max: int) -> None:
         """Store arrival listener: the queue grew to ``new_max``."""
@@ -104,7 +144,7 @@ class BrokerStats:
         self.group_get_nums[key].add(messages)
         self.group_get_size[key].add(size)
 
-    def item(self, name: str, key: str, cluster: str) -> MinuteCounter | None:
+    def item(self, name: str, key: str, cluster: str) -> Counter | None:
         """The counter VIEW_BROKER_STATS_DATA asks for, or None when rmqtx keeps no such item."""
         if name == TOPIC_PUT_NUMS:
             return self.topic_puts.get(key)
@@ -121,14 +161,6 @@ class BrokerStats:
     def get_total_rates(self) -> str:
         """``getTotalTps``: found plus missed pulls per second over 10 s, 60 s and 600 s."""
         return " ".join(str((self.gets_found.sum_last(s) + self.gets_missed.sum_last(s)) / float(s)) for s in RATE_WINDOWS_S)
-
-    def mornings(self, counter: MinuteCounter) -> tuple[int, int]:
-        """Totals at today's and yesterday's local midnight; 0 for a midnight before boot, as in Java."""
-        boot = self.boot_ms / 1000
-        today = datetime.fromtimestamp(self.clock()).replace(hour=0, minute=0, second=0, microsecond=0)
-        marks = [today.timestamp(), (today - timedelta(days=1)).timestamp()]
-        today_total, yesterday_total = (counter.total_at(t) if t > boot else 0 for t in marks)
-        return today_total, yesterday_total
 
     def runtime(self) -> str:
         secs = int(self.clock() - self.boot_ms / 1000)

@@ -52,15 +52,37 @@ class BrokerStatsTest(unittest.TestCase):
     def test_midnight_totals_start_at_zero_and_roll(self) -> None:
         for n in range(1, 6):
             self.put("T", 0, n)
-        self.assertEqual(self.stats.mornings(self.stats.broker_puts), (0, 0))  # no midnight since boot
+        self.assertEqual(self.stats.broker_puts.mornings(), (0, 0))  # no midnight since boot
         self.clock.at(datetime(2026, 3, 11, 9, 0))
         for n in range(6, 9):
             self.put("T", 0, n)
-        self.assertEqual(self.stats.mornings(self.stats.broker_puts), (5, 0))
+        self.assertEqual(self.stats.broker_puts.mornings(), (5, 0))
         self.clock.at(datetime(2026, 3, 12, 1, 0))
         self.put("T", 0, 9)
-        self.assertEqual(self.stats.mornings(self.stats.broker_puts), (8, 5))
+        self.assertEqual(self.stats.broker_puts.mornings(), (8, 5))
         self.assertEqual(self.stats.broker_puts.total, 9)
+
+    def test_two_midnights_without_traffic(self) -> None:
+        self.clock.at(datetime(2026, 3, 11, 8, 0))
+        self.put("T", 0, 4)  # counts 1 (the first arrival of a queue counts one)
+        self.clock.at(datetime(2026, 3, 13, 12, 0))  # two midnights later, nothing in between
+        self.assertEqual(self.stats.broker_puts.mornings(), (1, 1))
+
+    def test_buckets_stay_bounded_and_snapshots_span_their_window(self) -> None:
+        key_counter = None
+        for minute in range(3 * 24 * 60):  # three days, one get a minute
+            self.clock.now += 60
+            self.stats.on_get("T", "G", 2, 10)
+            key_counter = self.stats.item(GROUP_GET_NUMS, "T@G", "C")
+        self.assertLessEqual(len(key_counter._minutes), 2 * 60)
+        self.assertLessEqual(len(key_counter._hours), 2 * 25)
+        self.assertIsNone(key_counter._seconds)  # per-key items keep no per-second buckets
+        self.assertLessEqual(len(self.stats.gets_transferred._seconds), 2 * 600)
+        self.assertEqual(key_counter.snapshot(1)["sum"], 2)
+        self.assertEqual(key_counter.snapshot(60)["sum"], 120)
+        day = key_counter.snapshot(1440)["sum"]
+        self.assertTrue(2 * 23 * 60 <= day <= 2 * 24 * 60, day)  # whole hours after the window start's, then the current one
+        self.assertEqual(key_counter.total, 2 * 3 * 24 * 60)
 
 
 if __name__ == "__main__":

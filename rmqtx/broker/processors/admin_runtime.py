@@ -140,8 +140,8 @@ class RuntimeAdminProcessor:
         """The keys of Java's ``prepareRuntimeInfo``; thread pool figures are 0, rmqtx has no pools."""
         store, cfg, stats = self.ctx.store, self.ctx.config, self.stats
         puts, gets = stats.broker_puts.total, stats.gets_transferred.total
-        puts_today, puts_yesterday = stats.mornings(stats.broker_puts)
-        gets_today, gets_yesterday = stats.mornings(stats.gets_transferred)
+        puts_today, puts_yesterday = stats.broker_puts.mornings()
+        gets_today, gets_yesterday = stats.gets_transferred.mornings()
         size_total = max(0, store.max_phy_offset - self.boot_phy_offset)
         ratio = self._disk_ratio(cfg.storePathRootDir)
         zero = "0"
