@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from datetime import date
+from datetime import date, datetime
 from typing import Callable
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
@@ -31,6 +31,11 @@ def _add(buckets: dict[int, int], at: int, n: int, keep: int) -> None:
     if len(buckets) > 2 * keep:
         for old in [b for b in buckets if b <= at - keep]:
             del buckets[old]
+
+
+def _midnight_after(day: int) -> float:
+    """The epoch time of the local midnight that ends the day with this ordinal."""
+    return datetime.combine(date.fromordinal(day + 1), datetime.min.time()).timestamp()
 
 
 class Counter:
@@ -83,19 +88,20 @@ class DailyCounter(Counter):
 
     def __init__(self, clock: Callable[[], float]) -> None:
         super().__init__(clock, per_second=True)
-        self._day = self._today()
+        self._day = date.fromtimestamp(clock()).toordinal()
+        self._next_midnight = _midnight_after(self._day)
         self.today_morning = 0
         self.yesterday_morning = 0
 
-    def _today(self) -> int:
-        return date.fromtimestamp(self.clock()).toordinal()
-
     def _roll(self) -> None:
-        today = self._today()
-        if today != self._day:  # no count since the last add: the total then is the total at midnight
-            self.yesterday_morning = self.today_morning if today - self._day == 1 else self.total
-            self.today_morning = self.total
-            self._day = today
+        if self.clock() < self._next_midnight:
+            return
+        today = date.fromtimestamp(self.clock()).toordinal()
+        # no count since the last add, so the total now is the total at each midnight passed
+        self.yesterday_morning = self.today_morning if today - self._day == 1 else self.total
+        self.today_morning = self.total
+        self._day = today
+        self._next_midnight = _midnight_after(today)
 
     def add(self, n: int) -> None:
         self._roll()
