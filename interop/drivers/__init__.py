@@ -19,6 +19,15 @@ from interop.scenarios import Context, Scenario
 REPO = Path(__file__).resolve().parents[2]
 
 
+def without_tx_query_admin(no_api: str) -> dict[str, str]:
+    """Skip reasons for a client library with no transactional producer, query API or admin API."""
+    missing = {"tx_commit": "transactional producer", "tx_rollback": "transactional producer",
+               "tx_check": "transactional producer", "query_id": "message view/query API",
+               "query_key": "message view/query API", "admin_topic": "admin API", "admin_cluster": "admin API",
+               "admin_progress": "admin API"}
+    return {key: no_api.format(api) for key, api in missing.items()}
+
+
 @dataclass
 class CellRun:
     """What came out of one driver process."""

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from interop.drivers import Driver
+from interop.drivers import Driver, without_tx_query_admin
 from interop.scenarios import Context, Scenario
 
 CONSUME_SUCCESS, RECONSUME_LATER = 0, 1
@@ -31,14 +31,7 @@ class CppDriver(Driver):
     name = "cpp"
     unsupported = {
         "sql92_filter": "the C++ client subscribes with tag expressions only",
-        "tx_commit": NO_API.format("transactional producer"),
-        "tx_rollback": NO_API.format("transactional producer"),
-        "tx_check": NO_API.format("transactional producer"),
-        "query_id": NO_API.format("message view/query API"),
-        "query_key": NO_API.format("message view/query API"),
-        "admin_topic": NO_API.format("admin API"),
-        "admin_cluster": NO_API.format("admin API"),
-        "admin_progress": NO_API.format("admin API"),
+        **without_tx_query_admin(NO_API),
     }
 
     def prepare(self) -> str | None:

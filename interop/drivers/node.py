@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from interop.drivers import REPO, Driver
+from interop.drivers import REPO, Driver, without_tx_query_admin
 
 ALI_ONS = REPO / "interop" / "node" / "node_modules" / "ali-ons"
 NO_API = "ali-ons 3.12 has no {}"
@@ -17,14 +17,7 @@ class NodeDriver(Driver):
         "oneway_send": NO_API.format("oneway send"),
         "batch_send": NO_API.format("batch send"),
         "orderly": NO_API.format("queue selector or orderly consumer"),
-        "tx_commit": NO_API.format("transactional producer"),
-        "tx_rollback": NO_API.format("transactional producer"),
-        "tx_check": NO_API.format("transactional producer"),
-        "query_id": NO_API.format("message view/query API"),
-        "query_key": NO_API.format("message view/query API"),
-        "admin_topic": NO_API.format("admin API"),
-        "admin_cluster": NO_API.format("admin API"),
-        "admin_progress": NO_API.format("admin API"),
+        **without_tx_query_admin(NO_API),
     }
 
     def prepare(self) -> str | None:
