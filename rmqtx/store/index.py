@@ -240,7 +240,7 @@ class IndexService:
         if uniq_key and not f.put_key(hash2(prefix, uniq_key), phy, store_ts):
             f = self._put_rolling(hash2(prefix, uniq_key), phy, store_ts)
         if keys:
-            for k in keys.split(" ") if " " in keys else (keys,):
+            for k in keys.split(" "):
                 if k and not f.put_key(hash2(prefix, k), phy, store_ts):
                     f = self._put_rolling(hash2(prefix, k), phy, store_ts)
         f.write_header()  # in the mapping at once: a killed process leaves a header matching its slots

@@ -504,7 +504,7 @@ class MessageStore:
             self.commitlog.topic_queue_table.pop(key, None)
 
     def wait_for_file_jobs(self) -> None:
-        """Block until files queued for creation or deletion are done (tests, admin answers)."""
+        """Block until files queued for creation or deletion are done (for tests)."""
         self._allocator.submit(lambda: None).result()
 
     def run_retention_now(self) -> None:

@@ -115,13 +115,14 @@ class PullProcessor:
         if expression is not None and result.status is GetStatus.FOUND:
             ctx.filters.evaluations += len(result.messages)
             _keep_matching(result, expression)
-        found = result.messages if result.status is GetStatus.FOUND else ()
-        ctx.stats.on_get(header.topic, header.consumerGroup, len(found), sum(map(len, found)))
         code = _pull_code(result.status, header.queueOffset)
         response = request.make_response(code, result.status.name)
         PullMessageResponseHeader(MASTER_ID, result.next_begin_offset, result.min_offset, result.max_offset).apply_to(response)
         if code == ResponseCode.SUCCESS:
             response.body = b"".join(result.messages)
+            ctx.stats.on_get(header.topic, header.consumerGroup, len(result.messages), len(response.body))
+        else:
+            ctx.stats.on_get(header.topic, header.consumerGroup, 0, 0)
         if allow_suspend and header.sysFlag & FLAG_COMMIT_OFFSET:
             ctx.offsets.commit(header.consumerGroup, header.topic, header.queueId, header.commitOffset)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and header.sysFlag & FLAG_SUSPEND:
