@@ -155,24 +155,26 @@ class ConsumerFilterManager:
         data = self.file.load() or {}
         loaded: dict[str, dict[str, ConsumerFilterData]] = {}
         now = self._now()
-        for topic, by_topic in (data.get("filterDataByTopic") or {}).items():
-            for group, raw in ((by_topic or {}).get("groupFilterData") or {}).items():
+        try:
+            entries = [(topic, group, raw) for topic, by_topic in (data.get("filterDataByTopic") or {}).items()
+                       for group, raw in ((by_topic or {}).get("groupFilterData") or {}).items()]
+        except AttributeError:  # not the objects Java writes: nothing here to trust
+            log.warn("{path} is not a consumer filter table: ignored", path=self.file.path)
+            entries = []
+        for topic, group, raw in entries:
+            try:
                 bloom = raw.get("bloomFilterData") or {}
-                bloom_data = BloomFilterData(tuple(bloom.get("bitPos") or ()), int(bloom.get("bitNum", 0)))
+                bloom_data = BloomFilterData(tuple(int(p) for p in bloom.get("bitPos") or ()), int(bloom.get("bitNum", 0)))
                 if not self.bloom.is_valid(bloom_data):
                     log.info("bloom filter settings changed: ignoring {path}", path=self.file.path)
                     return
-                try:
-                    compiled = compile_cached(raw["expression"])
-                except (KeyError, FilterSyntaxError) as exc:
-                    log.warn("saved filter of {group} on {topic} skipped: {exc!r}", group=group, topic=topic, exc=exc)
-                    continue
                 born, dead = int(raw.get("bornTime", 0)), int(raw.get("deadTime", 0))
-                if dead == 0:
-                    dead = max(now - 30_000, born)
                 loaded.setdefault(topic, {})[group] = ConsumerFilterData(
-                    group, topic, raw["expression"], raw.get("expressionType", "SQL92"),
-                    int(raw.get("clientVersion", 0)), compiled, bloom_data, born, dead)
+                    group, topic, raw["expression"], str(raw.get("expressionType", "SQL92")),
+                    int(raw.get("clientVersion", 0)), compile_cached(raw["expression"]), bloom_data, born,
+                    dead or max(now - 30_000, born))
+            except (AttributeError, KeyError, TypeError, ValueError, FilterSyntaxError) as exc:
+                log.warn("saved filter of {group} on {topic} skipped: {exc!r}", group=group, topic=topic, exc=exc)
         self._by_topic = loaded
         for topic in loaded:
             self._changed(topic)
