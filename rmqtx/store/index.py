@@ -47,6 +47,11 @@ class IndexFile:
         return os.path.basename(self.mf.path)
 
     @property
+    def never_used(self) -> bool:
+        """Still all zeros: a rolled-to file has a header (it inherits its predecessor's end)."""
+        return self.index_count <= 1 and self.end_phy == 0 and self.begin_ts == 0
+
+    @property
     def is_full(self) -> bool:
         return self.index_count >= self.index_num
 
@@ -179,6 +184,8 @@ class IndexService:
             except StoreError:
                 raise StoreError(f"index file {name} does not match maxHashSlotNum/maxIndexNum")
             self.files.append(IndexFile(mf, self.slot_num, self.index_num))
+        while len(self.files) > 1 and self.files[-1].never_used:
+            self.files.pop().mf.destroy()  # a spare made ahead of a crash; the file in use is the one before
         if self.files:
             self.files[-1].repair()
 

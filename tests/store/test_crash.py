@@ -17,6 +17,7 @@ from rmqtx.store.tools import verify
 from .helpers import REPO
 
 WRITER = os.path.join(os.path.dirname(__file__), "crash_writer.py")
+SPARE_WRITER = os.path.join(os.path.dirname(__file__), "index_spare_writer.py")
 
 
 def run_and_kill(root: str, flush_type: str, acks_wanted: int) -> list[tuple[int, int, int]]:
@@ -134,6 +135,29 @@ class CrashTest(unittest.TestCase):
             self._check_all_served(store)
         finally:
             store.shutdown()
+
+
+class IndexSpareCrashTest(unittest.TestCase):
+    def test_a_spare_index_file_left_by_a_crash_is_dropped_and_the_file_in_use_repaired(self) -> None:
+        with tempfile.TemporaryDirectory() as root:
+            env = dict(os.environ, PYTHONPATH=str(REPO))
+            proc = subprocess.run([sys.executable, SPARE_WRITER, root], capture_output=True, env=env, cwd=REPO, timeout=60)
+            self.assertEqual(proc.returncode, -signal.SIGKILL, proc.stderr.decode())
+            sent, in_use = proc.stdout.split()
+            index_dir = os.path.join(root, "index")
+            on_disk = sorted(os.listdir(index_dir))  # a full file, the file in use, and the empty spare
+            self.assertEqual((len(on_disk), on_disk[1]), (3, in_use.decode()))
+            store = open_store(root)
+            try:
+                self.assertEqual([f.name for f in store.index.files], on_disk[:2])
+                self.assertNotIn(on_disk[2], os.listdir(index_dir))  # (a new spare may be in the making)
+                for n in range(int(sent)):
+                    self.assertEqual(len(store.query_message("S", f"k{n}", 4, 0, 2**62)[0]), 1, n)
+                self.assertEqual(store.query_message("S", "torn", 4, 0, 2**62)[0], [])
+            finally:
+                store.shutdown()
+            report = verify(root)
+            self.assertTrue(report["ok"], report)
 
 
 def open_store_put_ok(store: MessageStore) -> bool:
