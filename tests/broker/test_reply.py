@@ -135,6 +135,19 @@ class ReplyTest(unittest.TestCase):
     def test_requester_refuses_the_push(self):
         return defer.ensureDeferred(self._refused())
 
+    async def _malformed(self) -> None:
+        for code in (RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2):
+            resp = await self.replier.invoke(self.addr, RemotingCommand.request(code, {"b": "x"}))
+            self.assertNotEqual(resp.code, ResponseCode.SUCCESS)
+        resp = await self.replier.invoke(self.addr, reply_request(RequestCode.SEND_REPLY_MESSAGE_V2, reply_props(), topic="bad topic!"))
+        self.assertEqual(resp.code, ResponseCode.SYSTEM_ERROR)
+        self.assertIn("illegal characters", resp.remark)
+        self.assertEqual(dict(resp.ext_fields), {"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
+        self.assertEqual(self.requester.pushed, [])
+
+    def test_malformed_requests_are_answered(self):
+        return defer.ensureDeferred(self._malformed())
+
     async def _route(self) -> None:
         route = await self.replier.invoke(self.cluster.namesrv_addr, RemotingCommand.request(
             RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": REPLY_TOPIC}))
