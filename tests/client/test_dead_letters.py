@@ -6,8 +6,8 @@ import time
 
 from twisted.internet import defer
 
-from rmqtx.client.consumer import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, PushConsumer
-from rmqtx.client.message import Message
+from rmqtx.client.consumer import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, PullConsumer, PushConsumer
+from rmqtx.client.message import Message, PullStatus
 from rmqtx.client.producer import Producer
 from rmqtx.store.record import decode_record, parse_properties
 from tests.client.support import ClusterTestCase, wait_until
@@ -59,3 +59,14 @@ class DeadLetterTest(ClusterTestCase):
         self.assertEqual(redelivered["UNIQ_KEY"], sent.msg_id)
         # the dead letter: the same keys, DELAY=0 (so no second trip through the schedule topic)
         self.assertEqual(parse_properties(dead.properties), dict(redelivered, DELAY="0"))
+
+        # and anyone may consume the DLQ: its route has a readable queue, a pull consumer reads the dead letter
+        reader = PullConsumer("C_dead_reader", config=self.config())
+        await reader.start()
+        try:
+            (mq,) = await reader.fetch_queues("%DLQ%C_dead")
+            result = await reader.pull(mq, 0)
+        finally:
+            await reader.shutdown()
+        self.assertEqual(result.status, PullStatus.FOUND)
+        self.assertEqual([m.body for m in result.messages], [b"never ok"])
