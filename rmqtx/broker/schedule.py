@@ -58,7 +58,9 @@ class ScheduleMessageService:
             return topic, queue_id
         if level <= 0:
             return topic, queue_id
-        level = min(level, self.max_level)
+        if level > self.max_level:
+            level = self.max_level
+            props[PROPERTY_DELAY] = str(level)  # Java stores the capped level
         props[PROPERTY_REAL_TOPIC] = topic
         props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
         return SCHEDULE_TOPIC, level - 1

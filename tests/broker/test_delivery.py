@@ -86,6 +86,16 @@ class DeliveryTest(unittest.TestCase):
         self.assertEqual(mine.properties, scheduled.properties)
         self.assertEqual(decode_records(got.messages[0])[0].properties, delivered.properties)
 
+    async def _capped(self) -> None:
+        resp = await send(self.client, self.addr, "T_capped", b"too late", DELAY="99")
+        self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
+        store = self.cluster.broker.ctx.store
+        (copy,) = decode_records(store.get_message("SCHEDULE_TOPIC_XXXX", 17, 0, 1).messages[0])
+        self.assertEqual(props_of(copy)["DELAY"], "18")
+
+    def test_delay_level_past_the_last_is_capped_in_the_stored_copy(self):
+        return defer.ensureDeferred(self._capped())
+
     def test_delayed_copies_match_java_store(self):
         return defer.ensureDeferred(self._delayed_like_java())
 
