@@ -20,6 +20,10 @@ from interop.scenarios import Context, Scenario
 GO_DIR = REPO / "interop" / "go"
 BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
 NO_API = "rocketmq-client-go v2 has no {}"
+#: A new consumer asks for its %RETRY% topic's route 10 ms after start, racing its own first heartbeat
+#: (which makes the broker create that topic); when it loses, it sees the route only at the next
+#: refresh, 30 s later. Retried messages wait for that, so those cells get one refresh more.
+ROUTE_REFRESH_S = 30.0
 
 
 def _tail(text: str) -> str:
@@ -58,9 +62,11 @@ class GoDriver(Driver):
         return None
 
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
-        """The Go admin API creates topics on a broker address (``admin.WithBrokerAddrCreate``), not a cluster."""
+        """Topics are created on a broker address (``admin.WithBrokerAddrCreate``); retries wait for a route refresh."""
         if scenario.key == "admin_topic":
             params["broker"] = Probe(ctx.namesrv).master_addr()
+        elif scenario.key in ("retry", "dlq"):
+            params["wait"] += ROUTE_REFRESH_S
         return super().adapt(scenario, params, ctx)
 
     def command(self, op: str, params: dict) -> list[str]:

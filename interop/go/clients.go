@@ -71,7 +71,6 @@ func newProducer(p *Params, extra ...producer.Option) (*producerHandle, error) {
 		producer.WithGroupName(p.ProducerGroup),
 		producer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
 		producer.WithRetry(2),
-		producer.WithQueueSelector(shardSelector{}),
 	}, extra...)
 	prod, err := producer.NewDefaultProducer(opts...)
 	if err != nil {
@@ -189,7 +188,7 @@ type Members struct {
 
 type memberOpts struct {
 	count        int
-	model        consumer.MessageModel
+	model        string // CLUSTERING (the default) or BROADCASTING
 	orderly      bool
 	maxReconsume int32
 	fail         func(*primitive.MessageExt) bool
@@ -216,7 +215,7 @@ func newMembers(p *Params, o memberOpts) (*Members, error) {
 			consumer.WithGroupName(p.Group),
 			consumer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
 			consumer.WithInstance(fmt.Sprintf("%s-%d-%d", p.Group, i, time.Now().UnixNano())),
-			consumer.WithConsumerModel(o.model),
+			consumer.WithConsumerModel(model(o.model)),
 			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 			consumer.WithConsumerOrder(o.orderly),
 		}

@@ -53,7 +53,7 @@ func opSend(ctx context.Context, p *Params) error {
 }
 
 func opConsume(ctx context.Context, p *Params) error {
-	members, err := newMembers(p, memberOpts{count: p.Members, model: model(p.Model)})
+	members, err := newMembers(p, memberOpts{count: p.Members, model: p.Model})
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func opOrderly(ctx context.Context, p *Params) error {
 	}
 	defer members.stop()
 	time.Sleep(seconds(p.Settle))
-	prod, err := newProducer(p)
+	prod, err := newProducer(p, producer.WithQueueSelector(shardSelector{}))
 	if err != nil {
 		return err
 	}
