@@ -21,9 +21,12 @@ GO_DIR = REPO / "interop" / "go"
 BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
 NO_API = "rocketmq-client-go v2 has no {}"
 #: A new consumer asks for its %RETRY% topic's route 10 ms after start, racing its own first heartbeat
-#: (which makes the broker create that topic); when it loses, it sees the route only at the next
-#: refresh, 30 s later. Retried messages wait for that, so those cells get one refresh more.
-ROUTE_REFRESH_S = 30.0
+#: (which makes the broker create that topic); when it loses, it sees the route at the next refresh
+#: (every 30 s) and pulls the retry queue after the next rebalance (every 20 s). Retry cells wait for both.
+RETRY_ROUTE_S = 30.0 + 20.0
+#: SeekOffset on its pull consumer takes effect at the queue's next pull, after the long poll in flight,
+#: which the broker holds up to the 20 s suspend timeout the client sends.
+LONG_POLL_S = 20.0
 
 
 def _tail(text: str) -> str:
@@ -38,6 +41,9 @@ class GoDriver(Driver):
         "query_key": NO_API.format("message query API (QUERY_MESSAGE exists only in its internal package)"),
         "admin_cluster": NO_API.format("cluster or broker runtime info in its admin API (GET_BROKER_CLUSTER_INFO is commented out of admin.Admin)"),
         "admin_progress": NO_API.format("consume stats in its admin API (no GET_CONSUME_STATS)"),
+        # Brokers match a tag subscription by the codes the client puts in its heartbeat (Apache 4.9.8 too).
+        "non_ascii": "rocketmq-client-go v2 hashes subscribed tags over UTF-8 bytes (utils.HashString), brokers hash stored "
+                     "tags as Java's String.hashCode over UTF-16: a non-ASCII tag subscription matches nothing",
     }
 
     def __init__(self) -> None:
@@ -62,11 +68,13 @@ class GoDriver(Driver):
         return None
 
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
-        """Topics are created on a broker address (``admin.WithBrokerAddrCreate``); retries wait for a route refresh."""
+        """Topics are created on a broker address (``admin.WithBrokerAddrCreate``); some cells wait for the client's timers."""
         if scenario.key == "admin_topic":
             params["broker"] = Probe(ctx.namesrv).master_addr()
         elif scenario.key in ("retry", "dlq"):
-            params["wait"] += ROUTE_REFRESH_S
+            params["wait"] += RETRY_ROUTE_S
+        elif scenario.key == "lite_pull":
+            params["wait"] += LONG_POLL_S
         return super().adapt(scenario, params, ctx)
 
     def command(self, op: str, params: dict) -> list[str]:

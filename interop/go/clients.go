@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,7 +38,7 @@ func (shardSelector) Select(msg *primitive.Message, mqs []*primitive.MessageQueu
 }
 
 func message(p *Params, s Spec) *primitive.Message {
-	msg := primitive.NewMessage(p.Topic, []byte(s.Body))
+	msg := primitive.NewMessage(p.Topic, bodyBytes(s))
 	if s.Tags != "" {
 		msg.WithTag(s.Tags)
 	}
@@ -59,6 +60,7 @@ func sent(s Spec, at float64, r *primitive.SendResult) {
 		fields["status"] = statusNames[r.Status]
 		fields["msg_id"] = r.MsgID
 		fields["offset_msg_id"] = r.OffsetMsgID
+		fields["queue_offset"] = r.QueueOffset
 		if r.MessageQueue != nil {
 			fields["queue_id"] = r.MessageQueue.QueueId
 		}
@@ -178,6 +180,7 @@ type received struct {
 
 // Members are push consumers of one group in this process; each delivery becomes a “recv“ event.
 type Members struct {
+	props     []string // property names the specs carry, reported per delivery
 	mu        sync.Mutex
 	got       []received
 	consumers []interface {
@@ -193,6 +196,8 @@ type memberOpts struct {
 	maxReconsume int32
 	fail         func(*primitive.MessageExt) bool
 	onMessage    func(int, *primitive.MessageExt)
+	group, topic string // default: the cell's group and topic
+	base         int    // the first member's number
 }
 
 func newMembers(p *Params, o memberOpts) (*Members, error) {
@@ -209,12 +214,18 @@ func newMembers(p *Params, o memberOpts) (*Members, error) {
 	if p.ExpressionType == "SQL92" {
 		selector.Type = consumer.SQL92
 	}
-	m := &Members{}
-	for i := 0; i < o.count; i++ {
+	if o.group == "" {
+		o.group = p.Group
+	}
+	if o.topic == "" {
+		o.topic = p.Topic
+	}
+	m := &Members{props: propNames(p)}
+	for i := o.base; i < o.base+o.count; i++ {
 		opts := []consumer.Option{
-			consumer.WithGroupName(p.Group),
+			consumer.WithGroupName(o.group),
 			consumer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
-			consumer.WithInstance(fmt.Sprintf("%s-%d-%d", p.Group, i, time.Now().UnixNano())),
+			consumer.WithInstance(fmt.Sprintf("%s-%d-%d", o.group, i, time.Now().UnixNano())),
 			consumer.WithConsumerModel(model(o.model)),
 			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 			consumer.WithConsumerOrder(o.orderly),
@@ -227,7 +238,7 @@ func newMembers(p *Params, o memberOpts) (*Members, error) {
 			return nil, err
 		}
 		member := i
-		err = c.Subscribe(p.Topic, selector, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
+		err = c.Subscribe(o.topic, selector, func(ctx context.Context, msgs ...*primitive.MessageExt) (consumer.ConsumeResult, error) {
 			failed := false
 			for _, msg := range msgs {
 				m.record(member, msg)
@@ -257,14 +268,50 @@ func keysOf(msg *primitive.MessageExt) []string {
 	return keys
 }
 
+func propNames(p *Params) []string {
+	var names []string
+	for _, s := range p.Messages {
+		for name := range s.Props {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+// recvEvent reports one delivery as interop/scenarios.py describes the “recv“ event; its body label.
+func recvEvent(props []string, member int, msg *primitive.MessageExt, extra map[string]any) string {
+	fields := bodyFields(msg.Body)
+	for k, v := range map[string]any{"tags": msg.GetTags(), "keys": keysOf(msg), "topic": msg.Topic, "queue_id": msg.Queue.QueueId,
+		"queue_offset": msg.QueueOffset, "reconsume": msg.ReconsumeTimes, "member": member, "at": now(), "msg_id": msg.MsgId} {
+		fields[k] = v
+	}
+	if len(props) > 0 {
+		all := msg.GetProperties()
+		values := map[string]any{}
+		for _, name := range props {
+			if v, ok := all[name]; ok {
+				values[name] = v
+			} else {
+				values[name] = nil
+			}
+		}
+		fields["props"] = values
+	}
+	for k, v := range extra {
+		fields[k] = v
+	}
+	emit("recv", fields)
+	return fields["body"].(string)
+}
+
 // record prints the delivery before it counts, so the main goroutine cannot exit first.
 func (m *Members) record(member int, msg *primitive.MessageExt) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	emit("recv", map[string]any{"body": string(msg.Body), "tags": msg.GetTags(), "keys": keysOf(msg), "topic": msg.Topic,
-		"queue_id": msg.Queue.QueueId, "reconsume": msg.ReconsumeTimes, "member": member, "at": now(),
-		"msg_id": msg.MsgId, "props": msg.GetProperties()})
-	m.got = append(m.got, received{body: string(msg.Body), member: member, reconsume: msg.ReconsumeTimes})
+	label := recvEvent(m.props, member, msg, nil)
+	m.got = append(m.got, received{body: label, member: member, reconsume: msg.ReconsumeTimes})
 }
 
 // has: every body arrived (at “member“ when >= 0) with at least “reconsume“ reconsumeTimes.

@@ -28,6 +28,13 @@ type Spec struct {
 	Local string            `json:"local"`
 	Check *string           `json:"check"`
 	Size  int               `json:"size"`
+	Fill  string            `json:"fill"`
+}
+
+// Seek is where the lite pull scenario moves one queue after its commit.
+type Seek struct {
+	QueueID int   `json:"queue_id"`
+	Offset  int64 `json:"offset"`
 }
 
 // Params is what the runner hands a cell (interop/scenarios.py: Scenario.params and the builders).
@@ -53,7 +60,12 @@ type Params struct {
 	MaxReconsume   int       `json:"max_reconsume"`
 	Hold           float64   `json:"hold"`
 	Key            string    `json:"key"`
-	Raw            map[string]json.RawMessage
+	Later          []Spec    `json:"later"`
+	AfterSeek      []Spec    `json:"after_seek"`
+	Seek           Seek      `json:"seek"`
+	ReplyPrefix    string    `json:"reply_prefix"`
+	RequestTimeout float64   `json:"request_timeout"`
+	DLQGroup       string    `json:"dlq_group"`
 }
 
 var out sync.Mutex
@@ -103,6 +115,10 @@ func (p *Params) bodies(expect bool) []string {
 	if expect && p.Expect != nil {
 		specs = p.Expect
 	}
+	return labels(specs)
+}
+
+func labels(specs []Spec) []string {
 	out := make([]string, len(specs))
 	for i, s := range specs {
 		out[i] = s.Body
@@ -127,7 +143,6 @@ func main() {
 		fail(fmt.Errorf("params: %w", err))
 		os.Exit(2)
 	}
-	_ = json.Unmarshal([]byte(os.Args[2]), &p.Raw)
 	op, ok := ops[os.Args[1]]
 	if !ok {
 		fail(fmt.Errorf("unknown op %q", os.Args[1]))
