@@ -71,7 +71,7 @@ class GoDriver(Driver):
         """Topics are created on a broker address (``admin.WithBrokerAddrCreate``); some cells wait for the client's timers."""
         if scenario.key == "admin_topic":
             params["broker"] = Probe(ctx.namesrv).master_addr()
-        elif scenario.key in ("retry", "dlq"):
+        elif scenario.key in ("retry", "dlq", "dlq_consume"):
             params["wait"] += RETRY_ROUTE_S
         elif scenario.key == "lite_pull":
             params["wait"] += LONG_POLL_S

@@ -166,6 +166,7 @@ func opLitePull(ctx context.Context, p *Params) error {
 
 // opDLQConsume: messages go to the DLQ as in opDLQ, then a consumer of another group reads %DLQ%group.
 func opDLQConsume(ctx context.Context, p *Params) error {
+	deadline := time.Now().Add(seconds(p.Wait)) // one budget for both phases, so a failure is reported, not timed out
 	if err := opDLQ(ctx, p); err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func opDLQConsume(ctx context.Context, p *Params) error {
 		return err
 	}
 	defer reader.stop()
-	until(func() bool { return reader.has(p.bodies(false), 1, 0) }, p.Wait)
+	until(func() bool { return reader.has(p.bodies(false), 1, 0) }, max(time.Until(deadline).Seconds(), 10))
 	return nil
 }
 
