@@ -12,6 +12,9 @@ import (
 	"github.com/apache/rocketmq-client-go/v2/producer"
 )
 
+// replyDelay: how long the responder waits before replying (see opRequestReply).
+const replyDelay = 2 * time.Second
+
 func init() {
 	ops["request_reply"] = opRequestReply
 	ops["lite_pull"] = opLitePull
@@ -42,6 +45,10 @@ func opRequestReply(ctx context.Context, p *Params) error {
 		answers.Add(1)
 		go func() {
 			defer answers.Done()
+			// The broker pushes the reply to the requester's client only once that client's heartbeat
+			// registered it as a producer; the Go client sends its first heartbeat 1 s after start and,
+			// for a topic that exists, none when it requests. Its own rpc example sleeps here for that.
+			time.Sleep(replyDelay)
 			r, err := replier.p.SendSync(context.Background(), reply)
 			if err != nil {
 				fail(fmt.Errorf("reply to %s: %w", body, err))
@@ -59,7 +66,8 @@ func opRequestReply(ctx context.Context, p *Params) error {
 	}
 	defer members.stop()
 	time.Sleep(seconds(p.Settle))
-	prod, err := newProducer(p)
+	// A client instance of its own, so its first heartbeat follows its first request's route lookup.
+	prod, err := newProducer(p, producer.WithInstanceName(fmt.Sprintf("%s-requester-%d", p.ProducerGroup, time.Now().UnixNano())))
 	if err != nil {
 		return err
 	}
