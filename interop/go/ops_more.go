@@ -115,11 +115,8 @@ func opLitePull(ctx context.Context, p *Params) error {
 	if err != nil {
 		return err
 	}
-	if err := pc.Assign(p.Topic, queues); err != nil {
+	if err := pc.Assign(p.Topic, queues); err != nil { // a new group: CONSUME_FROM_FIRST_OFFSET starts at 0
 		return fmt.Errorf("assign: %w", err)
-	}
-	for _, mq := range queues {
-		pc.SeekOffset(mq, 0)
 	}
 	if err := pc.Start(); err != nil {
 		return fmt.Errorf("pull consumer start: %w", err)
