@@ -80,8 +80,9 @@ class Driver:
 
 def all_drivers() -> dict[str, Driver]:
     from interop.drivers.cpp import CppDriver
+    from interop.drivers.go import GoDriver
     from interop.drivers.java import JavaDriver
     from interop.drivers.node import NodeDriver
     from interop.drivers.python import PythonDriver
 
-    return {d.name: d for d in (CppDriver(), NodeDriver(), PythonDriver(), JavaDriver())}
+    return {d.name: d for d in (CppDriver(), NodeDriver(), PythonDriver(), JavaDriver(), GoDriver())}

@@ -12,7 +12,7 @@ from pathlib import Path
 from interop.scenarios import SCENARIOS
 from tests.e2e.harness import REPO, Standalone
 
-CLIENTS = ["cpp", "node", "python", "java"]
+CLIENTS = ["cpp", "node", "python", "java", "go"]
 #: Short delay levels keep retry (level 3) and the C++ client's 16 retries before the DLQ quick.
 LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 SERVER_CONF = {"messageDelayLevel": LEVELS, "enablePropertyFilter": "true",
@@ -30,6 +30,9 @@ MUST_PASS = {
                "tag filter", "SQL92 filter", "orderly", "delay level", "retry", "DLQ", "transaction commit",
                "transaction rollback", "transaction check-back", "query by id", "query by key",
                "admin topic create/list", "admin cluster info", "admin consumer progress"],
+    "go": ["sync send", "async send", "oneway send", "batch send", "cluster consume", "broadcast consume",
+           "tag filter", "SQL92 filter", "orderly", "delay level", "retry", "DLQ", "transaction commit",
+           "transaction rollback", "transaction check-back", "admin topic create/list"],
 }
 
 _run: tuple[int, str, str] | None = None
@@ -43,7 +46,7 @@ def matrix() -> tuple[int, str, str]:
         try:
             cmd = [sys.executable, "-m", "interop", "--namesrv", server.namesrv, "--broker", server.broker,
                    "--clients", ",".join(CLIENTS), "--delay-levels", LEVELS]
-            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=400)
+            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)  # a cold go build: ~2 min
             _run = (proc.returncode, proc.stdout, proc.stderr)
         finally:
             server.close()
