@@ -190,6 +190,38 @@ def orderly_consume(namesrv: str, topic: str, group: str, seconds: str, instance
     consumer.shutdown()
 
 
+def member(namesrv: str, topic: str, group: str, instance: str) -> None:
+    """A CLUSTERING push consumer (consume from first offset) that runs until its stdin closes, then
+    shuts down, which commits its offsets; prints ``ready`` once started."""
+    lock = threading.Lock()
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.set_instance_name(instance)
+
+    def on_message(msg) -> None:
+        with lock:
+            emit(kind="recv", body=text(msg.body), queue_id=msg.queue_id, queue_offset=msg.queue_offset,
+                 reconsume=msg.reconsume_times, member=instance)
+
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    emit(kind="ready", member=instance)
+    sys.stdin.read()
+    consumer.shutdown()
+    emit(kind="done", member=instance)
+
+
+def send_n(namesrv: str, topic: str, group: str, count: str, prefix: str) -> None:
+    """``count`` synchronous sends of bodies ``{prefix}{i}``."""
+    producer = Producer(group, timeout=5000)
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    for i in range(int(count)):
+        result = producer.send_sync(message(topic, f"{prefix}{i}", "TagA", f"{prefix}key-{i}"))
+        emit(kind="sent", body=f"{prefix}{i}", status=int(result.status), offset=result.offset)
+    producer.shutdown()
+
+
 if __name__ == "__main__":
     scenario, *args = sys.argv[1:]
     {
@@ -200,4 +232,6 @@ if __name__ == "__main__":
         "failing_once": failing_once,
         "orderly_produce": orderly_produce,
         "orderly_consume": orderly_consume,
+        "member": member,
+        "send_n": send_n,
     }[scenario](*args)
