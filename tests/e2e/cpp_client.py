@@ -12,6 +12,7 @@ import threading
 import time
 
 from rocketmq.client import Message, MessageModel, Producer, PullConsumer, PushConsumer
+from rocketmq.exceptions import ProducerSendSyncFailed
 
 
 def text(value: bytes | str | None) -> str:
@@ -212,12 +213,24 @@ def member(namesrv: str, topic: str, group: str, instance: str) -> None:
 
 
 def send_n(namesrv: str, topic: str, group: str, count: str, prefix: str) -> None:
-    """``count`` synchronous sends of bodies ``{prefix}{i}``."""
+    """``count`` synchronous sends of bodies ``{prefix}{i}``.
+
+    The client fails a send with "No route info" when its route lookup timed out (a loaded test
+    machine); nothing was stored then, so that one error is retried a few times, and reported.
+    """
     producer = Producer(group, timeout=5000)
     producer.set_namesrv_addr(namesrv)
     producer.start()
     for i in range(int(count)):
-        result = producer.send_sync(message(topic, f"{prefix}{i}", "TagA", f"{prefix}key-{i}"))
+        for attempt in range(5):
+            try:
+                result = producer.send_sync(message(topic, f"{prefix}{i}", "TagA", f"{prefix}key-{i}"))
+                break
+            except ProducerSendSyncFailed as exc:
+                if "No route info" not in str(exc) or attempt == 4:
+                    raise
+                emit(kind="route_retry", body=f"{prefix}{i}", error=str(exc))
+                time.sleep(1.0)
         emit(kind="sent", body=f"{prefix}{i}", status=int(result.status), offset=result.offset)
     producer.shutdown()
 
