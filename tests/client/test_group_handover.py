@@ -109,3 +109,31 @@ class GroupHandoverTest(ClusterTestCase):
         twice = {b: who for b, who in seen.items() if len(who) != len(set(who))}
         self.assertEqual(twice, {}, "a member got a message twice")
         self.assertEqual(await self.committed(group, topic), 61)
+
+    @defer.inlineCallbacks
+    def test_offsets_of_queues_no_longer_held_are_not_committed(self):
+        yield defer.ensureDeferred(self._not_held())
+
+    async def _not_held(self) -> None:
+        topic, group = "T_held", "C_held"
+        await self.produce(topic, [f"held-{i}" for i in range(8)])
+        seen: dict[str, list[int]] = defaultdict(list)
+        (member,) = self.members(group, topic, seen, 1)
+        await member.start()
+        try:
+            await wait_until(lambda: len(seen) == 8, 20)
+            held = sorted(mq for mq in member.pqs if mq.topic == topic)
+            gone = held[-1]
+            await member.persist_offsets()
+            before = await member.offsets.read_store(gone)  # answered after the commits just sent
+            self.assertEqual(before, member.offsets.read_memory(gone))
+            member.pqs.pop(gone).dropped = True  # as if a rebalance had moved it to another member
+            member.offsets.update(gone, 1000)  # a late consume result for it must not reach the broker
+            await member.persist_offsets()
+            self.assertNotIn(gone, member.offsets.table)
+            # a request answered on the same connection: the oneway commits before it were applied
+            kept = await member.offsets.read_store(held[0])
+            self.assertEqual(kept, member.offsets.read_memory(held[0]))
+            self.assertEqual(await member.offsets.read_store(gone), before)
+        finally:
+            await member.shutdown()
