@@ -146,7 +146,7 @@ class ClientManager:
 
     def register_consumer(self, group: str, channel: ClientChannel, consume_type: object, message_model: object,
                           consume_from_where: object, subscriptions: list[SubscriptionData], notify_enabled: bool) -> bool:
-        """Record a consumer heartbeat; notifies the group when its members changed."""
+        """Record a consumer heartbeat; notifies the group when its members or subscribed topics changed."""
         info = self.consumers.get(group)
         if info is None:
             info = self.consumers[group] = ConsumerGroupInfo(group)
@@ -160,6 +160,9 @@ class ClientManager:
         else:
             existing.last_update = time.time()
         new_subs = {s.topic: s for s in subscriptions}
+        # Java also tells the group when a topic joins or leaves its subscriptions, so the members
+        # rebalance that topic at once rather than at their next 20 s round
+        changed = changed or any(t not in info.subscriptions for t in new_subs) or any(t not in new_subs for t in info.subscriptions)
         for topic, sub in new_subs.items():
             old = info.subscriptions.get(topic)
             if old is None or old.subVersion < sub.subVersion or old.subString != sub.subString:

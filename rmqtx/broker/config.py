@@ -32,6 +32,7 @@ STORE_KEYS = frozenset(
         "storePathRootDir",
         "enableConsumeQueueExt",
         "mappedFileSizeConsumeQueueExt",
+        "accessMessageInMemoryMaxRatio",
     }
 )
 

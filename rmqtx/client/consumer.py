@@ -330,6 +330,14 @@ class PushConsumer(_ConsumerBase):
         self.client = None
         await client.unregister_consumer(self.group)
 
+    async def persist_offsets(self) -> None:
+        """Java's persistAll: commit the queues this member holds; offsets of queues it no longer
+        holds are forgotten, never sent (their new owner commits them)."""
+        held = list(self.pqs)
+        for mq in [mq for mq in self.offsets.table if mq not in self.pqs]:
+            self.offsets.remove(mq)
+        await self.offsets.persist(held)
+
     async def _sleep(self, seconds: float) -> None:
         """A cancellable pause (shutdown cancels it)."""
         d = task.deferLater(self._running().reactor, seconds, lambda: None)
@@ -523,7 +531,8 @@ class PushConsumer(_ConsumerBase):
                     m.reconsume_times += 1
                     keep.append(m)
         offset = pq.remove([m for m in msgs if m not in keep])
-        self.offsets.update(pq.mq, offset, increase_only=True)
+        if not pq.dropped:  # the queue may have moved to another member during the sends back
+            self.offsets.update(pq.mq, offset, increase_only=True)
         if keep:
             await self._sleep(RETRY_LOCAL_DELAY)
             await self._consume_concurrently(pq, keep)

@@ -317,7 +317,7 @@ class MessageStore:
         if offset == max_o:
             return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, min_o, max_o)
         if offset > max_o:
-            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, min_o if min_o == 0 else max_o, min_o, max_o)
+            return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, max_o, min_o, max_o)  # 4.9.8: to the end, whatever the min
         units = cq.read_units(offset, max(16000, max_msg_nums * UNIT_SIZE))
         if units is None:
             return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_o, max_o)
@@ -383,6 +383,16 @@ class MessageStore:
         cq = self.consume_queues.get((topic, queue_id))
         unit = cq.unit_at(cq_offset) if cq else None
         return unit[0] if unit else 0
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, cq_offset: int) -> bool:
+        """Whether the message at cq_offset lies farther behind the commit log's end than the share of
+        memory Java assumes cached (accessMessageInMemoryMaxRatio); False when there is no such unit."""
+        cq = self.consume_queues.get((topic, queue_id))
+        unit = cq.unit_at(cq_offset) if cq else None
+        if unit is None:
+            return False
+        memory = _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
+        return self.commitlog.max_offset - unit[0] > memory
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
         cq = self.consume_queues.get((topic, queue_id))

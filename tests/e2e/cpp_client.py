@@ -12,6 +12,7 @@ import threading
 import time
 
 from rocketmq.client import Message, MessageModel, Producer, PullConsumer, PushConsumer
+from rocketmq.exceptions import ProducerSendSyncFailed
 
 
 def text(value: bytes | str | None) -> str:
@@ -190,6 +191,50 @@ def orderly_consume(namesrv: str, topic: str, group: str, seconds: str, instance
     consumer.shutdown()
 
 
+def member(namesrv: str, topic: str, group: str, instance: str) -> None:
+    """A CLUSTERING push consumer (consume from first offset) that runs until its stdin closes, then
+    shuts down, which commits its offsets; prints ``ready`` once started."""
+    lock = threading.Lock()
+    consumer = PushConsumer(group)
+    consumer.set_namesrv_addr(namesrv)
+    consumer.set_instance_name(instance)
+
+    def on_message(msg) -> None:
+        with lock:
+            emit(kind="recv", body=text(msg.body), queue_id=msg.queue_id, queue_offset=msg.queue_offset,
+                 reconsume=msg.reconsume_times, member=instance)
+
+    consumer.subscribe(topic, on_message)
+    consumer.start()
+    emit(kind="ready", member=instance)
+    sys.stdin.read()
+    consumer.shutdown()
+    emit(kind="done", member=instance)
+
+
+def send_n(namesrv: str, topic: str, group: str, count: str, prefix: str) -> None:
+    """``count`` synchronous sends of bodies ``{prefix}{i}``.
+
+    The client fails a send with "No route info" when its route lookup timed out (a loaded test
+    machine); nothing was stored then, so that one error is retried a few times, and reported.
+    """
+    producer = Producer(group, timeout=5000)
+    producer.set_namesrv_addr(namesrv)
+    producer.start()
+    for i in range(int(count)):
+        for attempt in range(5):
+            try:
+                result = producer.send_sync(message(topic, f"{prefix}{i}", "TagA", f"{prefix}key-{i}"))
+                break
+            except ProducerSendSyncFailed as exc:
+                if "No route info" not in str(exc) or attempt == 4:
+                    raise
+                emit(kind="route_retry", body=f"{prefix}{i}", error=str(exc))
+                time.sleep(1.0)
+        emit(kind="sent", body=f"{prefix}{i}", status=int(result.status), offset=result.offset)
+    producer.shutdown()
+
+
 if __name__ == "__main__":
     scenario, *args = sys.argv[1:]
     {
@@ -200,4 +245,6 @@ if __name__ == "__main__":
         "failing_once": failing_once,
         "orderly_produce": orderly_produce,
         "orderly_consume": orderly_consume,
+        "member": member,
+        "send_n": send_n,
     }[scenario](*args)

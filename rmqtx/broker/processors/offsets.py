@@ -39,11 +39,17 @@ class OffsetProcessor:
         offset = self.ctx.offsets.query(header.consumerGroup, header.topic, header.queueId)
         if offset >= 0:
             return self._offset(request, offset)
-        if self.ctx.store.get_min_offset_in_queue(header.topic, header.queueId) <= 0:
-            return self._offset(request, 0)  # a new group on a queue that still starts at 0
+        if self._starts_in_memory(header.topic, header.queueId):
+            return self._offset(request, 0)
         return request.make_response(
             ResponseCode.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first", ext_fields={}
         )
+
+    def _starts_in_memory(self, topic: str, queue_id: int) -> bool:
+        """A group with no offset yet starts at 0 only while the queue still begins at 0 and that first
+        message is not swapped out (Java 4.9.8); otherwise QUERY_NOT_FOUND lets the client choose."""
+        store = self.ctx.store
+        return store.get_min_offset_in_queue(topic, queue_id) <= 0 and not store.check_in_disk_by_consume_offset(topic, queue_id, 0)
 
     def update_consumer_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_command(request)
