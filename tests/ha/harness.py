@@ -200,3 +200,26 @@ class Sender:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def pull(addr: str, topic: str, queue_id: int, offset: int, group: str = "C_ha", max_nums: int = 32) -> tuple[RemotingCommand, list]:
+    """A PULL_MESSAGE with its own subscription ("*"), as a pull consumer sends it; answer and records."""
+    from rmqtx.remoting.headers import PullMessageRequestHeader
+    from rmqtx.store.record import decode_record
+
+    header = PullMessageRequestHeader(
+        consumerGroup=group, topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=max_nums,
+        sysFlag=0x4, commitOffset=0, suspendTimeoutMillis=0, subscription="*", subVersion=0, expressionType="TAG",
+    )
+    resp = call(addr, header.apply_to(RemotingCommand(RequestCode.PULL_MESSAGE)), 5)
+    out, pos, body = [], 0, resp.body or b""
+    while pos < len(body):
+        rec = decode_record(body, pos)
+        out.append(rec)
+        pos += rec.total_size
+    return resp, out
+
+
+def stored_offset(response: RemotingCommand) -> int:
+    """The commit log offset a send answer's msgId (an offsetMsgId) names."""
+    return int(response.ext_fields["msgId"][-16:], 16)
