@@ -56,6 +56,13 @@ class Proc:
         except FileNotFoundError:
             return ""
 
+    def log_count(self, text: str) -> int:
+        """How often text occurs in the whole log (restarts append to it)."""
+        try:
+            return self.log_path.read_text().count(text)
+        except FileNotFoundError:
+            return 0
+
     def kill9(self) -> None:
         if self.alive():
             self.proc.send_signal(signal.SIGKILL)
