@@ -105,14 +105,15 @@ class BrokerService(service.Service):
         ctx.schedule.load()
         ctx.transactions.load()
         ctx.filters.load()
+        ephemeral = self.config.listenPort == 0
         self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
-        if self.config.listenPort == 0:
+        if ephemeral:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)
         if not self.config.is_slave:  # a slave neither delivers delayed messages nor checks transactions
             ctx.schedule.start()
             ctx.transactions.start()
-        ctx.ha.start()
+        ctx.ha.start(ephemeral)
         ctx.topics.file.save_now(ctx.topics.to_json())
         self._offset_flush = task.LoopingCall(ctx.offsets.persist)
         self._offset_flush.start(self.config.flushConsumerOffsetInterval / 1000, now=False)

@@ -58,10 +58,13 @@ class HARole:
         else:
             self.master = HAMasterService(ctx.store, reactor, self.sync_master)
 
-    def start(self) -> None:
+    def start(self, ephemeral: bool = False) -> None:
+        """ephemeral: the broker port was 0 (tests), so the HA port is any free one unless haListenPort is set."""
         cfg = self.ctx.config
         if self.master is not None:
-            self.master.start(cfg.ha_listen_port, cfg.listenAddress)
+            explicit = int(cfg.properties.get("haListenPort", "0").strip() or 0) > 0
+            self.master.start(0 if ephemeral and not explicit else cfg.ha_listen_port, cfg.listenAddress)
+            cfg.properties["haListenPort"] = str(self.master.listen_port)  # what REGISTER_BROKER advertises
         if self.client is not None:
             self.client.start()
         if self.sync is not None:
