@@ -89,6 +89,8 @@ class ReplicaAppender:
         if self.dispatched < q.min_offset:  # an empty slave starts at the master's last file
             self.dispatched = q.min_offset
         self.dispatch()
+        if store.config.sync_flush:  # no periodic commit log flush runs then: kick a group commit (Java's runs every 10 ms)
+            store.flush.wait_flushed(q.max_offset)
         return None
 
     def dispatch(self) -> None:

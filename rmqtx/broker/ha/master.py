@@ -76,7 +76,7 @@ class HAConnection(protocol.Protocol):
         self.last_read = _now_ms()
         self.buf += data
         offset, self.processed = wire.last_report(self.buf, self.processed)
-        if len(self.buf) >= 1 << 20:  # keep the unread tail only (a report is never split at 8-byte marks)
+        if self.processed:  # drop whole reports read; a partial one stays at the start (8-byte alignment kept)
             del self.buf[:self.processed]
             self.processed = 0
         if offset is None:
