@@ -71,7 +71,7 @@ class MasterSlaveTest(unittest.TestCase):
 
     def test_slave_that_was_down_catches_up(self) -> None:
         master = self.cluster.broker("master", brokerRole="ASYNC_MASTER").start()
-        slave = self.cluster.broker("slave", brokerRole="SLAVE", brokerId=1, haMasterAddress="").start()
+        slave = self.cluster.broker("slave", brokerRole="SLAVE", brokerId=1, haMasterAddress="", flushDiskType="SYNC_FLUSH").start()
         first = send_many(master.addr, 200)
         end = commit_log_end(first, master)
         wait_until(lambda: slave.commit_log_bytes(end) == master.commit_log_bytes(end), 20, "the first copy")
