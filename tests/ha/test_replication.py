@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 import unittest
 
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.store.record import decode_record
+from tests.e2e.harness import REPO
 from tests.ha.harness import Cluster, Sender, pull, stored_offset, wait_until
 
 TOPIC = "T_ha"
@@ -56,6 +59,10 @@ class MasterSlaveTest(unittest.TestCase):
         wait_until(lambda: slave.commit_log_bytes(end) == master.commit_log_bytes(end), 30, "the slave's copy")
         self.assertGreater(end, 2 * 1024 * 1024)
         self.assertEqual(self.cluster.namesrv.broker_addrs(), {0: master.addr, 1: slave.addr})
+        listing = subprocess.run([sys.executable, "-m", "rmqtx.tools.admin", "clusterList", "-n", self.cluster.namesrv.addr],
+                                 cwd=REPO, capture_output=True, text=True, timeout=30)
+        rows = {tuple(line.split()[1:4]) for line in listing.stdout.splitlines() if line.startswith("HaCluster")}
+        self.assertEqual(rows, {("broker-a", "0", master.addr), ("broker-a", "1", slave.addr)}, listing.stdout + listing.stderr)
         # the slave dispatched its consume queues: it serves the same reads as the master
         for qid in range(4):
             m_resp, m_recs = pull(master.addr, TOPIC, qid, 700)
