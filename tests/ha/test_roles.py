@@ -118,5 +118,23 @@ class SuggestBrokerTest(unittest.TestCase):
             self.assertEqual(resp.ext_fields["suggestWhichBrokerId"], expected, broker.name)
 
 
+class BusyHaPortTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.cluster = Cluster()
+
+    def tearDown(self) -> None:
+        self.assertEqual(self.cluster.close(), [])
+
+    def test_master_serves_on_when_its_ha_port_is_taken(self) -> None:
+        import socket
+
+        with socket.create_server(("127.0.0.1", 0)) as busy:
+            port = busy.getsockname()[1]
+            master = self.cluster.broker("master", brokerRole="SYNC_MASTER", haListenPort=port).start()
+            self.assertIn("HA: cannot listen on", master.log())
+            resp = Sender(master.addr).send("T_busy", b"stored, but nobody copies it")
+            self.assertEqual(resp.code, ResponseCode.SLAVE_NOT_AVAILABLE)
+
+
 if __name__ == "__main__":
     unittest.main()

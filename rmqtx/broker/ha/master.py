@@ -170,6 +170,7 @@ class HAMasterService:
         self._kick: Any = None
 
     def start(self, port: int, interface: str = "") -> None:
+        """Listen first (raises CannotListenError), then run the timer and watch arrivals."""
         self.port = self.reactor.listenTCP(port, HAServerFactory(self), interface=interface)
         self._loop = task.LoopingCall(self._tick)
         self._loop.clock = self.reactor

@@ -7,6 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer
+from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
 from rmqtx.broker.ha.master import HAMasterService
@@ -63,7 +64,15 @@ class HARole:
         cfg = self.ctx.config
         if self.master is not None:
             explicit = int(cfg.properties.get("haListenPort", "0").strip() or 0) > 0
-            self.master.start(0 if ephemeral and not explicit else cfg.ha_listen_port, cfg.listenAddress)
+            port = 0 if ephemeral and not explicit else cfg.ha_listen_port
+            try:
+                self.master.start(port, cfg.listenAddress)
+            except CannotListenError as e:
+                # Java's broker would not start; here the broker serves on, without slaves (SYNC_MASTER
+                # sends then answer SLAVE_NOT_AVAILABLE), and says so loudly.
+                log.error("HA: cannot listen on {port} ({why}); no slave can replicate from this master",
+                          port=port, why=e.socketError)
+                return
             cfg.properties["haListenPort"] = str(self.master.listen_port)  # what REGISTER_BROKER advertises
         if self.client is not None:
             self.client.start()
