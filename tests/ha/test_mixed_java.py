@@ -15,7 +15,7 @@ import unittest
 from pathlib import Path
 
 from rmqtx.remoting.codes import ResponseCode
-from tests.ha.harness import Broker, Cluster, Proc, Sender, wait_until
+from tests.ha.harness import Cluster, Proc, Sender, wait_until
 
 try:
     from benchmarks import vs_java

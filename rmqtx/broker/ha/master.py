@@ -13,9 +13,9 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, protocol, task
+from twisted.internet.interfaces import IPushProducer
 from twisted.logger import Logger
 from zope.interface import implementer
-from twisted.internet.interfaces import IPushProducer
 
 from rmqtx.broker.ha import wire
 from rmqtx.store.replica import read_for_transfer, transfer_start
