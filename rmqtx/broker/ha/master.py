@@ -237,7 +237,8 @@ class HAMasterService:
         if self.push2slave_max >= end:
             return result
         d: defer.Deferred = defer.Deferred()
-        deadline = time.monotonic() + self.store.config.slave_timeout / 1000.0
+        cfg = self.store.config  # Java's async send path waits slaveTimeout, its sync path at most syncFlushTimeout
+        deadline = time.monotonic() + min(cfg.slave_timeout, cfg.sync_flush_timeout) / 1000.0
         self._waiters.append(_Waiter(end, deadline, d, result))
         self._on_arrival("", 0, 0)
         return d
