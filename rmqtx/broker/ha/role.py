@@ -75,6 +75,7 @@ class HARole:
                 return
             cfg.properties["haListenPort"] = str(self.master.listen_port)  # what REGISTER_BROKER advertises
         if self.client is not None:
+            cfg.properties.setdefault("haListenPort", str(cfg.ha_listen_port))  # GET_BROKER_CONFIG shows it, as Java
             self.client.start()
         if self.sync is not None:
             self.sync.start()
