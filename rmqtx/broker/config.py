@@ -32,6 +32,14 @@ STORE_KEYS = frozenset(
         "storePathRootDir",
         "enableConsumeQueueExt",
         "mappedFileSizeConsumeQueueExt",
+        "haListenPort",
+        "haSendHeartbeatInterval",
+        "haHousekeepingInterval",
+        "haTransferBatchSize",
+        "haMasterAddress",
+        "haSlaveFallbehindMax",
+        "syncFlushTimeout",
+        "slaveTimeout",
         "accessMessageInMemoryMaxRatio",
     }
 )
@@ -52,6 +60,8 @@ class BrokerConfig:
     storePathRootDir: str = os.path.join(os.path.expanduser("~"), "store")
     flushDiskType: str = "ASYNC_FLUSH"
     brokerRole: str = "ASYNC_MASTER"
+    #: Consumers may be sent to slave 1 when the master's data they read is no longer in memory.
+    slaveReadEnable: bool = False
     brokerPermission: int = 6
     autoCreateTopicEnable: bool = True
     autoCreateSubscriptionGroup: bool = True
@@ -91,8 +101,30 @@ class BrokerConfig:
         return f"{self.brokerIP1}:{self.listenPort}"
 
     @property
+    def ha_listen_port(self) -> int:
+        """haListenPort when broker.conf sets it (an rmqtx extension), else listenPort + 1 as Java forces."""
+        value = int(self.properties.get("haListenPort", "0").strip() or 0)
+        return value if value > 0 else self.listenPort + 1
+
+    @property
     def ha_server_addr(self) -> str:
-        return f"{self.brokerIP2 or self.brokerIP1}:{self.listenPort + 1}"
+        return f"{self.brokerIP2 or self.brokerIP1}:{self.ha_listen_port}"
+
+    @property
+    def is_slave(self) -> bool:
+        return self.brokerRole.strip().upper() == "SLAVE"
+
+    def check_role(self) -> None:
+        """Java's BrokerStartup: masters are brokerId 0, a slave needs a brokerId above 0."""
+        role = self.brokerRole.strip().upper()
+        if role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            raise ValueError(f"broker.conf: brokerRole={self.brokerRole!r} is not ASYNC_MASTER, SYNC_MASTER or SLAVE")
+        self.brokerRole = role
+        if role == "SLAVE":
+            if self.brokerId <= 0:
+                raise ValueError("Slave's brokerId must be > 0")
+        else:
+            self.brokerId = 0
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -118,6 +150,7 @@ class BrokerConfig:
         props = dict(self.properties)
         props.setdefault("storePathRootDir", self.storePathRootDir)
         props.setdefault("flushDiskType", self.flushDiskType)
+        props["brokerRole"] = self.brokerRole
         props.setdefault("maxMessageSize", str(self.maxMessageSize))
         props.setdefault("messageDelayLevel", self.messageDelayLevel)
         if self.enableCalcFilterBitMap:  # bit maps live in the ext files (Java needs both switches set)

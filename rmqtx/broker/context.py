@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rmqtx.broker.clients import ClientManager
@@ -38,6 +38,8 @@ class BrokerContext:
     transactions: "TransactionService"
     filters: "ConsumerFilterManager"
     stats: "BrokerStats"
+    #: The role's HA parts (rmqtx.broker.ha.role.HARole), set once the context is built.
+    ha: Any = None
 
     @property
     def store_host(self) -> tuple[str, int]:

@@ -27,6 +27,8 @@ class NamesrvRegistrar:
         self._loop: task.LoopingCall | None = None
         self._retrying: set[str] = set()
         self._retry_calls: dict[str, object] = {}
+        #: Called with each NameServer's REGISTER_BROKER answer (a slave learns its master from it).
+        self.on_registered: list = []
 
     def _body(self) -> bytes:
         return orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.to_json()})
@@ -54,8 +56,17 @@ class NamesrvRegistrar:
             d = self.client.invoke_oneway(addr, request)
         else:
             d = self.client.invoke(addr, request, timeout=self.config.registerBrokerTimeoutMills / 1000)
+            d.addCallback(self._answered)
         d.addErrback(self._failed, addr)
         return d
+
+    def _answered(self, response: RemotingCommand) -> RemotingCommand:
+        for fn in self.on_registered:
+            try:
+                fn(response)
+            except Exception:  # noqa: BLE001 - a listener bug must not look like a failed registration
+                log.failure("registration listener failed")
+        return response
 
     def _failed(self, failure, addr: str) -> None:
         """A NameServer that is not up yet (started after us) is tried again in a few seconds."""

@@ -11,6 +11,7 @@ from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.filters import ConsumerFilterManager
 from rmqtx.broker.groups import SubscriptionGroupManager
+from rmqtx.broker.ha.role import HARole
 from rmqtx.broker.locks import RebalanceLockManager
 from rmqtx.broker.long_polling import PullHoldService
 from rmqtx.broker.offsets import ConsumerOffsetManager
@@ -58,6 +59,7 @@ class BrokerService(service.Service):
 
     def _build(self) -> BrokerContext:
         cfg = self.config
+        cfg.check_role()
         store = MessageStore(StoreConfig.from_properties(cfg.store_properties()))
         topics = TopicConfigManager(cfg, cfg.storePathRootDir)
         clients = ClientManager(self._notify_consumers)
@@ -81,6 +83,8 @@ class BrokerService(service.Service):
             filters=filters,
             stats=BrokerStats(),
         )
+        ctx.ha = HARole(ctx, self._namesrv_client, self.reactor)
+        ctx.registrar.on_registered.append(ctx.ha.on_registered)
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
         self.dispatcher.on_close.append(clients.connection_closed)
@@ -101,12 +105,15 @@ class BrokerService(service.Service):
         ctx.schedule.load()
         ctx.transactions.load()
         ctx.filters.load()
+        ephemeral = self.config.listenPort == 0
         self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
-        if self.config.listenPort == 0:
+        if ephemeral:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)
-        ctx.schedule.start()
-        ctx.transactions.start()
+        if not self.config.is_slave:  # a slave neither delivers delayed messages nor checks transactions
+            ctx.schedule.start()
+            ctx.transactions.start()
+        ctx.ha.start(ephemeral)
         ctx.topics.file.save_now(ctx.topics.to_json())
         self._offset_flush = task.LoopingCall(ctx.offsets.persist)
         self._offset_flush.start(self.config.flushConsumerOffsetInterval / 1000, now=False)
@@ -131,6 +138,7 @@ class BrokerService(service.Service):
                 if loop is not None and loop.running:
                     loop.stop()
             await ctx.registrar.stop()
+            await ctx.ha.stop()
             ctx.holds.stop()
             ctx.schedule.stop()
             ctx.transactions.stop()

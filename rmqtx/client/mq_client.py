@@ -78,6 +78,8 @@ class MQClientInstance:
         )
         self.remoting = RemotingClient(reactor, dispatcher=dispatcher)
         self.routes: dict[str, TopicRoute] = {}
+        #: The broker id each queue's last pull answer suggested (Java's pullFromWhichNodeTable).
+        self.pull_from_node: dict[Any, int] = {}
         self.producers: dict[str, ProducerHandle | None] = {INNER_PRODUCER_GROUP: None}
         self.consumers: dict[str, ConsumerHandle] = {}
         self._loops: list[task.LoopingCall] = []
@@ -239,6 +241,20 @@ class MQClientInstance:
         if addr is None:
             raise MQClientError(NO_CODE, f"The broker[{broker_name}] not exist")
         return addr
+
+    async def find_subscribe_addr(self, broker_name: str, broker_id: int, topic: str) -> str:
+        """Java's findBrokerAddressInSubscribe: the suggested broker, else the next slave, else any of the
+        group (lowest id first); so pulls go to a slave while the master is out of the route."""
+        addrs = self.broker_table().get(broker_name)
+        if not addrs:
+            await self.fetch_route(topic)
+            addrs = self.broker_table().get(broker_name)
+        if not addrs:
+            raise MQClientError(NO_CODE, f"The broker[{broker_name}] not exist")
+        addr = addrs.get(broker_id)
+        if addr is None and broker_id != MASTER_ID:
+            addr = addrs.get(broker_id + 1)
+        return addr if addr is not None else addrs[min(addrs)]
 
     def broker_table(self) -> dict[str, dict[int, str]]:
         table: dict[str, dict[int, str]] = {}

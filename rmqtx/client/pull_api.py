@@ -56,9 +56,10 @@ async def pull(
     )
     request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_fields())  # bname is its own last field here
     request.fast_keys = header.fast_keys()
-    addr = await client.find_master_addr(mq.broker_name, mq.topic)
+    addr = await client.find_subscribe_addr(mq.broker_name, client.pull_from_node.get(mq, 0), mq.topic)
     response = await client.call(addr, request, timeout, ok=tuple(_PULL_STATUS))
     answer = PullMessageResponseHeader.from_command(response)
+    client.pull_from_node[mq] = answer.suggestWhichBrokerId or 0
     result = PullResult(
         _PULL_STATUS[response.code], answer.nextBeginOffset, answer.minOffset, answer.maxOffset,
         suggest_broker_id=answer.suggestWhichBrokerId,

@@ -55,6 +55,15 @@ class StoreConfig:
     access_message_in_memory_max_ratio: int = 40
     check_crc_on_recover: bool = True
     message_delay_level: str = DEFAULT_DELAY_LEVELS
+    # HA (master/slave replication), Java's MessageStoreConfig names and defaults.
+    broker_role: str = "ASYNC_MASTER"
+    ha_listen_port: int = 0  # 0: listenPort + 1, as Java's BrokerStartup sets it
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20000
+    ha_transfer_batch_size: int = 32 * 1024
+    ha_master_address: str | None = None
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
+    slave_timeout: int = 3000
     extra: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,6 +86,10 @@ class StoreConfig:
     @property
     def index_dir(self) -> str:
         return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role.upper() == "SLAVE"
 
     @property
     def sync_flush(self) -> bool:
@@ -104,7 +117,7 @@ class StoreConfig:
             elif kind in ("bool", bool):
                 kwargs[name] = value.lower() == "true"
             else:
-                kwargs[name] = value or None if name == "store_path_commit_log" else value
+                kwargs[name] = value or None if name in ("store_path_commit_log", "ha_master_address") else value
         return cls(extra=extra, **kwargs)  # type: ignore[arg-type]
 
     def to_properties(self) -> dict[str, str]:

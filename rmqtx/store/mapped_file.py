@@ -225,17 +225,26 @@ class MappedFileQueue:
         self.files.append(mf)
         return mf
 
-    def prepare_next(self) -> None:
-        """Start creating the file after the last one in the allocator thread."""
-        if self.allocator is None or self._next is not None or not self.files:
+    def prepare_next(self, first_offset: int | None = None) -> None:
+        """Start creating the file after the last one (or, with no file yet, the one holding first_offset)."""
+        if self.allocator is None or self._next is not None:
             return
-        offset = self.files[-1].end_offset
+        if self.files:
+            offset = self.files[-1].end_offset
+        elif first_offset is not None:
+            offset = first_offset - first_offset % self.file_size
+        else:
+            return
         path = os.path.join(self.directory, file_name(offset))
         self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset))
 
     @property
     def next_pending(self) -> bool:
         return self._next is not None
+
+    def next_future(self) -> Future | None:
+        """The pending creation of the next file, if any (a replica waits on it off the reactor)."""
+        return self._next[1] if self._next is not None else None
 
     def _take_prepared(self, offset: int) -> MappedFile | None:
         if self._next is None:

@@ -77,6 +77,7 @@ class MessageStore:
         self._lock_fd: int | None = None
         self._running = False
         self._sync = config.sync_flush
+        self._slave = config.is_slave
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
         self._bitmap_calc: BitmapCalculator | None = None
@@ -153,9 +154,15 @@ class MessageStore:
 
     # ---- put ----------------------------------------------------------------------------------
 
+    @property
+    def running(self) -> bool:
+        return self._running
+
     def _refuse(self) -> PutResult | None:
         if not self._running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")
+        if self._slave:  # a slave's commit log is written by replication only (Java's checkStoreStatus)
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE)
         if self.disk_full:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="disk full: message store is not writeable")
         return None
@@ -281,6 +288,11 @@ class MessageStore:
                 fn(topic, queue_id, new_max)
             except Exception:
                 log.exception("arrival listener failed")
+
+    def notify_arrival(self, topic: str, queue_id: int, new_max: int) -> None:
+        """Tell arrival listeners (long polling) about records a replica dispatched."""
+        if self._listeners:
+            self._notify(topic, queue_id, new_max)
 
     def add_arrival_listener(self, fn: Callable[[str, int, int], None]) -> None:
         self._listeners.append(fn)

@@ -48,6 +48,14 @@ def _keep_matching(result: GetResult, expression) -> None:
         result.status = GetStatus.NO_MATCHED_MESSAGE
 
 
+def suggest_broker_id(ctx: BrokerContext, group, result: GetResult) -> int:
+    """Java's suggestWhichBrokerId: with slaveReadEnable, the group's slow-consumer broker when the
+    data read is no longer in memory, else the group's brokerId; without it, always the master."""
+    if not ctx.config.slaveReadEnable:
+        return MASTER_ID
+    return group.whichBrokerWhenConsumeSlowly if result.suggest_pull_from_slave else group.brokerId
+
+
 class PullProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
@@ -117,13 +125,15 @@ class PullProcessor:
             _keep_matching(result, expression)
         code = _pull_code(result.status, header.queueOffset)
         response = request.make_response(code, result.status.name)
-        PullMessageResponseHeader(MASTER_ID, result.next_begin_offset, result.min_offset, result.max_offset).apply_to(response)
+        PullMessageResponseHeader(
+            suggest_broker_id(ctx, group, result), result.next_begin_offset, result.min_offset, result.max_offset
+        ).apply_to(response)
         if code == ResponseCode.SUCCESS:
             response.body = b"".join(result.messages)
             ctx.stats.on_get(header.topic, header.consumerGroup, len(result.messages), len(response.body))
         else:
             ctx.stats.on_get(header.topic, header.consumerGroup, 0, 0)
-        if allow_suspend and header.sysFlag & FLAG_COMMIT_OFFSET:
+        if allow_suspend and header.sysFlag & FLAG_COMMIT_OFFSET and not ctx.config.is_slave:  # Java: a slave stores none
             ctx.offsets.commit(header.consumerGroup, header.topic, header.queueId, header.commitOffset)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and header.sysFlag & FLAG_SUSPEND:
             timeout_ms = header.suspendTimeoutMillis if ctx.config.longPollingEnable else ctx.config.shortPollingTimeMills

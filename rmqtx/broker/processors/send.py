@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
+from rmqtx.broker.ha.role import disk_util, wait_for_replica
 from rmqtx.broker.topics import (
     DLQ_PREFIX,
     PERM_READ,
@@ -52,6 +53,19 @@ _PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
     PutStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
     PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
+
+#: Stored messages: the answer carries msgId/queue/offset with these codes (Java's sendOK cases).
+_STORED_CODES = {
+    PutStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+_NOT_AVAILABLE = (
+    "service not available now. It may be caused by one of the following reasons: the broker's disk is full [{}], "
+    "messages are put to the slave, message store has been shut down, etc."
+)
+
 
 class SendProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
@@ -166,6 +180,7 @@ class SendProcessor:
                     reconsume_times=header.reconsumeTimes or 0,
                 )
             )
+        d = wait_for_replica(self.ctx, d, header.properties or "")
         return d.addCallback(self._answer, request, reply_queue)
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
@@ -182,13 +197,16 @@ class SendProcessor:
         return dlq, 0
 
     def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
-        if result.status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
-            code = ResponseCode.SUCCESS if result.status is PutStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
+        code = _STORED_CODES.get(result.status)
+        if code is not None:
             response = request.make_response(code)
             header = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
             extra = {"MSG_REGION": self.ctx.config.regionId, "TRACE_ON": "true" if self.ctx.config.traceOn else "false"}
             return header.apply_to(response, extra)
         code, remark = _PUT_ERRORS.get(result.status, (ResponseCode.SYSTEM_ERROR, result.status.name))
+        if result.status is PutStatus.SERVICE_NOT_AVAILABLE and not result.remark:  # e.g. a send to a slave
+            store = self.ctx.store
+            remark = _NOT_AVAILABLE.format(disk_util(store.root, store.config.commit_log_dir))
         return request.make_response(code, result.remark or remark)
 
 __all__ = ["SendProcessor"]
