@@ -82,6 +82,10 @@ class BrokerConfig:
     maxErrorRateOfBloomFilter: int = 20
     filterDataCleanTimeSpan: int = 24 * 3600 * 1000
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    #: Plain ACL (conf/plain_acl.yml) checks every request when true.
+    aclEnable: bool = False
+    #: rmqtx key: where plain_acl.yml is; empty means $ROCKETMQ_HOME/conf/plain_acl.yml as Java.
+    aclFilePath: str = ""
     #: Everything read from the file, for the store and for GET_BROKER_CONFIG.
     properties: dict[str, str] = field(default_factory=dict)
 

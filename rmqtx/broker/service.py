@@ -6,6 +6,7 @@ from twisted.application import service
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqtx.acl.service import AclService, acl_off_handlers, default_acl_path
 from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
@@ -49,6 +50,7 @@ class BrokerService(service.Service):
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
         self._namesrv_client = RemotingClient(reactor)
+        self.acl: AclService | None = None
 
     # -- wiring -----------------------------------------------------------------------------
     def _notify_consumers(self, group: str, conns: list[RemotingProtocol]) -> None:
@@ -83,6 +85,13 @@ class BrokerService(service.Service):
         )
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
+        if cfg.aclEnable:
+            self.acl = AclService(
+                default_acl_path(cfg.aclFilePath), lambda: (cfg.brokerClusterName, cfg.brokerName, cfg.broker_addr), self.reactor
+            )
+            self.dispatcher.register_many(self.acl.table_of_handlers())
+        else:
+            self.dispatcher.register_many(acl_off_handlers())
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
         store.add_arrival_listener(ctx.stats.on_arrival)
@@ -101,6 +110,10 @@ class BrokerService(service.Service):
         ctx.schedule.load()
         ctx.transactions.load()
         ctx.filters.load()
+        if self.acl is not None:
+            self.acl.load()
+            self.acl.start()
+            self.dispatcher.guard = self.acl.guard
         self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
         if self.config.listenPort == 0:
             self.config.listenPort = self.port.getHost().port
@@ -134,6 +147,8 @@ class BrokerService(service.Service):
             ctx.holds.stop()
             ctx.schedule.stop()
             ctx.transactions.stop()
+        if self.acl is not None:
+            self.acl.stop()
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:

@@ -38,16 +38,38 @@ class ClientConfig:
     heartbeat_interval: float = 30.0
     persist_offset_interval: float = 5.0
     rebalance_interval: float = 20.0
+    #: ACL credentials: with both set, every request is signed as Java's AclClientRPCHook signs it.
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    security_token: str | None = field(default=None, repr=False)
 
 
     @classmethod
-    def resolve(cls, namesrv_addr: str | None, config: "ClientConfig | None") -> "ClientConfig":
-        """The config a client was given, or one built from its name server address."""
-        if config is not None:
-            return config
-        if namesrv_addr is None:
-            raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
-        return cls(namesrv_addr)
+    def resolve(
+        cls,
+        namesrv_addr: str | None,
+        config: "ClientConfig | None",
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ) -> "ClientConfig":
+        """The config a client was given, or one built from its name server address (and keys)."""
+        if config is None:
+            if namesrv_addr is None:
+                raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
+            config = cls(namesrv_addr)
+        if access_key is not None or secret_key is not None:
+            if not access_key or not secret_key:
+                raise MQClientError(NO_CODE, "access_key and secret_key go together")
+            config.access_key, config.secret_key = access_key, secret_key
+        return config
+
+    def signer(self):  # -> rmqtx.acl.signing.RequestSigner | None
+        """The request signer for these credentials, or None without keys."""
+        if not (self.access_key and self.secret_key):
+            return None
+        from rmqtx.acl.signing import RequestSigner
+
+        return RequestSigner(self.access_key, self.secret_key, self.security_token)
 
     @property
     def client_id(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from twisted.internet import defer, endpoints, protocol
 from twisted.internet.interfaces import IReactorTCP
 from twisted.logger import Logger
@@ -42,6 +44,7 @@ class RemotingClient:
         *,
         connect_timeout: float = 3.0,
         dispatcher: Dispatcher | None = None,
+        signer: "Callable[[RemotingCommand], None] | None" = None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -50,6 +53,7 @@ class RemotingClient:
         self.reactor = reactor
         self.connect_timeout = connect_timeout
         self.dispatcher = dispatcher
+        self.signer = signer  # e.g. rmqtx.acl.signing.RequestSigner: runs on each request just before it goes out
         self._connections: dict[str, RemotingProtocol] = {}
         self._connecting: dict[str, list[defer.Deferred[RemotingProtocol]]] = {}
 
@@ -81,6 +85,8 @@ class RemotingClient:
 
     async def _invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.connection(addr)
+        if self.signer is not None:
+            self.signer(request)
         return await conn.invoke(request, timeout)
 
     def invoke(self, addr: str, request: RemotingCommand, timeout: float = 3.0) -> "defer.Deferred[RemotingCommand]":
@@ -101,6 +107,8 @@ class RemotingClient:
 
     async def _oneway(self, addr: str, request: RemotingCommand) -> None:
         conn = await self.connection(addr)
+        if self.signer is not None:
+            self.signer(request)
         conn.invoke_oneway(request)
 
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> "defer.Deferred[None]":

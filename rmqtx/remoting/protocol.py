@@ -59,6 +59,8 @@ class Dispatcher:
         self.processors: dict[int, Handler] = {}
         self.on_open: list[Callable[["RemotingProtocol"], None]] = []
         self.on_close: list[Callable[["RemotingProtocol"], None]] = []
+        #: One pre-dispatch check (the broker's ACL): returns a refusal to answer, or None to go on.
+        self.guard: Callable[[RemotingCommand, "RemotingProtocol"], RemotingCommand | None] | None = None
 
     def register(self, code: int, handler: Handler) -> None:
         self.processors[int(code)] = handler
@@ -69,6 +71,11 @@ class Dispatcher:
 
     def dispatch(self, conn: "RemotingProtocol", request: RemotingCommand) -> None:
         """Run the handler for ``request`` and send its answer (never for oneway requests)."""
+        if self.guard is not None:
+            refusal = self.guard(request, conn)
+            if refusal is not None:
+                conn.answer(request, refusal)
+                return
         handler = self.processors.get(request.code)
         if handler is None:
             conn.answer(
