@@ -259,19 +259,3 @@ class AclService:
         }
         return request.make_response(ResponseCode.SUCCESS, ext_fields=fields)
 
-
-def acl_off_handlers() -> dict[int, Callable]:
-    """With aclEnable=false Java's handlers fail (no validator): answer the failure codes."""
-
-    def failing(code: int) -> Callable:
-        def handler(request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
-            return request.make_response(code, "ACL is not enabled on this broker (aclEnable=false)")
-
-        return handler
-
-    return {
-        RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: failing(ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED),
-        RequestCode.DELETE_ACL_CONFIG: failing(ResponseCode.DELETE_ACL_CONFIG_FAILED),
-        RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: failing(ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED),
-        RequestCode.GET_BROKER_CLUSTER_ACL_INFO: failing(ResponseCode.SYSTEM_ERROR),
-    }

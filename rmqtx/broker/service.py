@@ -6,7 +6,7 @@ from twisted.application import service
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqtx.acl.service import AclService, acl_off_handlers, default_acl_path
+from rmqtx.acl.service import AclService, default_acl_path
 from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
@@ -89,9 +89,7 @@ class BrokerService(service.Service):
             self.acl = AclService(
                 default_acl_path(cfg.aclFilePath), lambda: (cfg.brokerClusterName, cfg.brokerName, cfg.broker_addr), self.reactor
             )
-            self.dispatcher.register_many(self.acl.table_of_handlers())
-        else:
-            self.dispatcher.register_many(acl_off_handlers())
+            self.dispatcher.register_many(self.acl.table_of_handlers())  # with ACL off they stay "not supported"
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
         store.add_arrival_listener(ctx.stats.on_arrival)

@@ -137,3 +137,21 @@ def run_python(server: Standalone, *steps: str, timeout: float = 120) -> list[di
         capture_output=True, text=True, timeout=timeout, cwd=REPO,
     )
     return _lines(proc)
+
+
+def run_mqadmin(server: Standalone, home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Apache's mqadmin (MQAdminStartup); it takes its keys from ``home``/conf/tools.yml."""
+    return subprocess.run(
+        ["java", f"-Drocketmq.home.dir={home}", "-cp", java_classpath(), "org.apache.rocketmq.tools.command.MQAdminStartup",
+         *args, "-n", server.namesrv],
+        capture_output=True, text=True, timeout=timeout, cwd=str(home), env={**os.environ, "ROCKETMQ_HOME": str(home)},
+    )
+
+
+def mqadmin_home(access_key: str, secret_key: str) -> Path:
+    """A ROCKETMQ_HOME for mqadmin: conf/tools.yml with the keys, a silent logback config."""
+    home = Path(tempfile.mkdtemp(prefix="rmqtx-mqadmin-"))
+    (home / "conf").mkdir()
+    (home / "conf" / "logback_tools.xml").write_text('<configuration><root level="OFF"/></configuration>')
+    (home / "conf" / "tools.yml").write_text(f"accessKey: {access_key}\nsecretKey: {secret_key}\n")
+    return home

@@ -223,3 +223,59 @@ class AclFileTest(AclCase):
         refused = raw_call(b, signed(RequestCode.GET_ALL_TOPIC_CONFIG, {}, ak="Created123", sk="created-secret"))
         self.assertTrue(refused.remark.startswith(ACL_EXC + "No acl config for Created123"), refused.remark)
         self.assertNotIn("created-secret", self.server.log())
+
+
+class AdminToolAclTest(AclCase):
+    def test_rmqadmin_signs_with_ak_sk(self) -> None:
+        import subprocess
+        import sys
+
+        from tests.e2e.harness import REPO
+
+        def rmqadmin(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run([sys.executable, "-m", "rmqtx.tools.admin", "updateTopic", "-n", self.server.namesrv,
+                                   "-b", self.server.broker, *args], capture_output=True, text=True, timeout=60, cwd=REPO)
+
+        ok = rmqadmin("-t", "TopicK", "--ak", ADMIN, "--sk", ADMIN_SK)
+        self.assertEqual(ok.returncode, 0, ok.stderr)
+        self.assertNotIn(ADMIN_SK, ok.stdout + ok.stderr)
+        anonymous = rmqadmin("-t", "TopicK2")
+        self.assertEqual(anonymous.returncode, 1)
+        self.assertIn("No accessKey is configured", anonymous.stderr)
+        not_admin = rmqadmin("-t", "TopicK3", "--ak", USER, "--sk", USER_SK)
+        self.assertIn("Need admin permission for request code=17", not_admin.stderr)
+        names = topic_names(self.server)
+        self.assertIn("TopicK", names)
+        self.assertNotIn("TopicK2", names)
+        self.assertNotIn("TopicK3", names)
+
+
+class JavaMqadminAclTest(AclCase):
+    def test_mqadmin_acl_commands(self) -> None:
+        from tests.security.acl_support import mqadmin_home, run_mqadmin
+
+        b = self.server.broker
+        path = self.server.acl_path  # type: ignore[attr-defined]
+        home = mqadmin_home(ADMIN, ADMIN_SK)
+        stranger = mqadmin_home("Stranger12", "stranger-secret")
+        try:
+            made = run_mqadmin(self.server, home, "updateAclConfig", "-b", b, "-a", "MqAdminMade1", "-s", "mqadmin-secret",
+                               "-t", "TopicA=PUB", "-g", "GroupA=SUB", "-i", "PUB")
+            self.assertIn("success", made.stdout, made.stdout + made.stderr)
+            account = [a for a in yaml.safe_load(path.read_text())["accounts"] if a["accessKey"] == "MqAdminMade1"][0]
+            self.assertEqual((account["topicPerms"], account["defaultTopicPerm"]), (["TopicA=PUB"], "PUB"))
+            version = run_mqadmin(self.server, home, "clusterAclConfigVersion", "-c", "DefaultCluster")
+            self.assertIn(str(path), version.stdout, version.stdout + version.stderr)
+            white = run_mqadmin(self.server, home, "updateGlobalWhiteAddr", "-b", b, "-g", "10.0.0.*")
+            self.assertIn("success", white.stdout, white.stdout + white.stderr)
+            self.assertEqual(yaml.safe_load(path.read_text())["globalWhiteRemoteAddresses"], ["10.0.0.*"])
+            refused = run_mqadmin(self.server, stranger, "deleteAccessConfig", "-b", b, "-a", "MqAdminMade1")
+            self.assertNotIn("success", refused.stdout)
+            self.assertIn("No acl config for Stranger12", refused.stdout + refused.stderr)
+            self.assertIn("MqAdminMade1", path.read_text())
+            deleted = run_mqadmin(self.server, home, "deleteAccessConfig", "-b", b, "-a", "MqAdminMade1")
+            self.assertIn("success", deleted.stdout, deleted.stdout + deleted.stderr)
+            self.assertNotIn("MqAdminMade1", path.read_text())
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+            shutil.rmtree(stranger, ignore_errors=True)
