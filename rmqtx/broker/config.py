@@ -109,7 +109,7 @@ class BrokerConfig:
         for key, value in props.items():
             if key in kinds:
                 setattr(config, key, _convert(kinds[key], value, key))
-            elif key not in STORE_KEYS:
+            elif key not in STORE_KEYS and not key.startswith("tls."):
                 log.info("broker.conf key {key} is not used by rmqtx; ignored", key=key)
         if "maxMessageSize" in props:
             config.maxMessageSize = int(props["maxMessageSize"])

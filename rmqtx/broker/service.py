@@ -25,6 +25,7 @@ from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory
+from rmqtx.remoting.tls import TlsClientSettings, listening_factory
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.message_store import MessageStore
 
@@ -49,7 +50,7 @@ class BrokerService(service.Service):
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
-        self._namesrv_client = RemotingClient(reactor)
+        self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
         self.acl: AclService | None = None
 
     # -- wiring -----------------------------------------------------------------------------
@@ -112,7 +113,8 @@ class BrokerService(service.Service):
             self.acl.load()
             self.acl.start()
             self.dispatcher.guard = self.acl.guard
-        self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
+        listening = listening_factory(self.factory, self.config.properties)
+        self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
         if self.config.listenPort == 0:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)

@@ -42,6 +42,12 @@ class ClientConfig:
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     security_token: str | None = field(default=None, repr=False)
+    #: TLS to name servers and brokers (Java's -Dtls.enable=true): no certificate check unless
+    #: ``tls_trust_cert_path`` is given (Java's client test mode checks nothing either).
+    tls: bool = False
+    tls_trust_cert_path: str = ""
+    tls_cert_path: str = ""
+    tls_key_path: str = ""
 
 
     @classmethod
@@ -62,6 +68,15 @@ class ClientConfig:
                 raise MQClientError(NO_CODE, "access_key and secret_key go together")
             config.access_key, config.secret_key = access_key, secret_key
         return config
+
+    def tls_options(self):  # -> twisted TLS options | None
+        """Client TLS options for these settings, or None for plain TCP."""
+        if not self.tls:
+            return None
+        from rmqtx.remoting.tls import TlsClientSettings
+
+        return TlsClientSettings(True, self.tls_cert_path, self.tls_key_path, None, bool(self.tls_trust_cert_path),
+                                 self.tls_trust_cert_path).options()
 
     def signer(self):  # -> rmqtx.acl.signing.RequestSigner | None
         """The request signer for these credentials, or None without keys."""

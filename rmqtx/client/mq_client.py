@@ -76,7 +76,7 @@ class MQClientInstance:
                 RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: self.replies.on_push,
             }
         )
-        self.remoting = RemotingClient(reactor, dispatcher=dispatcher, signer=config.signer())
+        self.remoting = RemotingClient(reactor, dispatcher=dispatcher, signer=config.signer(), tls=config.tls_options())
         self.routes: dict[str, TopicRoute] = {}
         self.producers: dict[str, ProducerHandle | None] = {INNER_PRODUCER_GROUP: None}
         self.consumers: dict[str, ConsumerHandle] = {}

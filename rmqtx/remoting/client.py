@@ -45,6 +45,7 @@ class RemotingClient:
         connect_timeout: float = 3.0,
         dispatcher: Dispatcher | None = None,
         signer: "Callable[[RemotingCommand], None] | None" = None,
+        tls: object | None = None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -54,6 +55,7 @@ class RemotingClient:
         self.connect_timeout = connect_timeout
         self.dispatcher = dispatcher
         self.signer = signer  # e.g. rmqtx.acl.signing.RequestSigner: runs on each request just before it goes out
+        self.tls = tls  # client TLS options (rmqtx.remoting.tls.TlsClientSettings.options()), None for plain TCP
         self._connections: dict[str, RemotingProtocol] = {}
         self._connecting: dict[str, list[defer.Deferred[RemotingProtocol]]] = {}
 
@@ -69,6 +71,8 @@ class RemotingClient:
         self._connecting[addr] = [waiter]
         host, port = split_addr(addr)
         endpoint = endpoints.TCP4ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        if self.tls is not None:
+            endpoint = endpoints.wrapClientTLS(self.tls, endpoint)
         d = endpoint.connect(_ClientFactory(self.dispatcher))
 
         def connected(proto: RemotingProtocol) -> None:

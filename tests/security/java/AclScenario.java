@@ -55,6 +55,7 @@ public class AclScenario {
             producer.setNamesrvAddr(namesrv);
             producer.setInstanceName("acl-" + System.nanoTime());
             producer.setRetryTimesWhenSendFailed(0);
+            producer.setSendMsgTimeout(15000);  // the first send loads classes and connects: slow on a busy machine
             producer.start();
             int count = Integer.parseInt(args[5]);
             for (int i = 0; i < count; i++) {
