@@ -131,7 +131,8 @@ class BrokerConfig:
         """Every setting as strings (GET_BROKER_CONFIG)."""
         out = {f.name: _java_text(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "properties"}
         for key, value in self.properties.items():
-            out.setdefault(key, value)
+            if not key.startswith("tls."):  # Java keeps TLS settings (key passwords) out of the broker config
+                out.setdefault(key, value)
         return out
 
 

@@ -57,13 +57,13 @@ GOOD_BODIES: tuple[bytes, ...] = (
 
 
 def seed_inputs() -> list[bytes]:
-    """Fuzzer seeds: kind byte (0 frame, 1 heartbeat, 2 lock, 3 group) then the input."""
+    """Fuzzer seeds: kind byte (0 frame, 1 heartbeat, 2 lock, 3 group, 4 ACL heartbeat) then the input."""
     from rmqtx.remoting.command import RemotingCommand
     from rmqtx.remoting.serializer import encode_frame
 
     frame = encode_frame(RemotingCommand.request(34, {"topic": "t", "queueId": "1"}, b"body"))[4:]
     seeds = [b"\x00" + frame]
-    for kind in (1, 2, 3):
+    for kind in (1, 2, 3, 4):
         seeds += [bytes([kind]) + body for body in GOOD_BODIES + BAD_BODIES]
     return seeds
 
@@ -81,7 +81,7 @@ def one_input(data: bytes) -> None:
 
     if not data:
         return
-    kind, rest = data[0] % 4, data[1:]
+    kind, rest = data[0] % 5, data[1:]
     if kind == 0:
         try:
             cmd = decode_frame_payload(rest)
@@ -95,6 +95,15 @@ def one_input(data: bytes) -> None:
                 pass
         return
     request = RemotingCommand(0, body=rest)
+    if kind == 4:  # what the ACL reads of a heartbeat before any processor does
+        from rmqtx.acl.validator import AclRefusal, needed_resources
+
+        request.code, request.ext_fields = 34, {}
+        try:
+            needed_resources(request)
+        except AclRefusal:
+            pass
+        return
     try:
         if kind == 1:
             _heartbeat_body(request)
