@@ -187,6 +187,8 @@ class _Sniffer(protocol.Protocol, TimeoutMixin):
                 inner = self.owner.plain.buildProtocol(self.addr)
             self.inner = inner
             inner.makeConnection(self.transport)
+            if getattr(self.transport, "protocol", None) is self:
+                self.transport.protocol = inner  # later bytes and the close go straight to it: no extra hop
         self.inner.dataReceived(data)
 
     def connectionLost(self, reason: Any = protocol.connectionDone) -> None:

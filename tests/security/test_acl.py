@@ -46,8 +46,11 @@ class AclCase(unittest.TestCase):
         self.wait_route("TopicA")
 
     def tearDown(self) -> None:
+        clean = self.server.stop()
         log = self.server.log()
         self.server.close()
+        self.assertTrue(clean, f"standalone did not shut down cleanly\n{log}")
+        self.assertNotIn("Traceback", log)
         shutil.rmtree(self.server.acl_conf_dir, ignore_errors=True)  # type: ignore[attr-defined]
         for secret in (USER_SK, ADMIN_SK, "wrong-secret-9"):
             self.assertNotIn(secret, log)

@@ -100,8 +100,12 @@ class TlsCase(unittest.TestCase):
             return False
 
     def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
         self.server.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertTrue(clean, f"standalone did not shut down cleanly\n{log}")
+        self.assertNotIn("Traceback", log)
 
     def java(self, *steps: str, tls: bool = True) -> list[dict]:
         props = ["-Dtls.enable=true"] if tls else []
