@@ -7,7 +7,6 @@ The signed content is every ext field value but the signature's, in the keys' so
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 from typing import Iterable, Mapping
 
@@ -22,20 +21,21 @@ UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
 def _java_order(key: str) -> bytes:
+    """Java's String order: UTF-16 code units (Python's own order differs only above U+FFFF)."""
     return key.encode("utf-16-be", "surrogatepass")
 
 
 def signed_content(ext: Mapping[str, str], body: bytes | None, skip: Iterable[str] = (SIGNATURE,)) -> bytes:
     """The bytes a signature covers."""
     skipped = set(skip)
-    values = "".join(ext[k] for k in sorted(ext, key=_java_order) if k not in skipped)
+    keys = sorted(ext) if all(k.isascii() for k in ext) else sorted(ext, key=_java_order)
+    values = "".join(ext[k] for k in keys if k not in skipped)
     return values.encode("utf-8", "surrogatepass") + (body or b"")
 
 
 def signature(content: bytes, secret_key: str) -> str:
     """Base64 of HMAC-SHA1 over ``content``."""
-    mac = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
-    return base64.b64encode(mac).decode("ascii")
+    return base64.b64encode(hmac.digest(secret_key.encode("utf-8"), content, "sha1")).decode("ascii")
 
 
 def sign_request(cmd: RemotingCommand, access_key: str, secret_key: str, security_token: str | None = None) -> None:
