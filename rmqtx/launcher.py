@@ -85,8 +85,11 @@ def make_standalone(options: StandaloneOptions) -> service.MultiService:
     namesrv_props.setdefault("listenAddress", bind)
     namesrv_props["listenPort"] = str(options["namesrv-port"])
     namesrv_props.setdefault("kvConfigPath", os.path.join(options["store"], "namesrv", "kvConfig.json"))
-    make_namesrv(namesrv_props).setServiceParent(top)
     broker_props = load_properties(options["config"]) if options["config"] else {}
+    for key, value in broker_props.items():  # Java's TLS settings are JVM-wide: one process, one set
+        if key.startswith("tls."):
+            namesrv_props.setdefault(key, value)
+    make_namesrv(namesrv_props).setServiceParent(top)
     broker_props.setdefault("listenAddress", bind)
     broker_props.setdefault("brokerIP1", bind if bind != "0.0.0.0" else "127.0.0.1")
     broker_props.setdefault("storePathRootDir", options["store"])

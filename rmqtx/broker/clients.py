@@ -26,7 +26,7 @@ def _enum_name(value: object, names: dict[int, str], default: str) -> str:
     if isinstance(value, int) and not isinstance(value, bool):
         return names.get(value, default)
     if isinstance(value, str) and value:
-        return names.get(int(value), default) if value.isdigit() else value
+        return names.get(int(value), default) if value.isascii() and value.isdigit() else value
     return default
 
 

@@ -93,6 +93,10 @@ class BrokerConfig:
     maxErrorRateOfBloomFilter: int = 20
     filterDataCleanTimeSpan: int = 24 * 3600 * 1000
     messageDelayLevel: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    #: Plain ACL (conf/plain_acl.yml) checks every request when true.
+    aclEnable: bool = False
+    #: rmqtx key: where plain_acl.yml is; empty means $ROCKETMQ_HOME/conf/plain_acl.yml as Java.
+    aclFilePath: str = ""
     #: Everything read from the file, for the store and for GET_BROKER_CONFIG.
     properties: dict[str, str] = field(default_factory=dict)
 
@@ -138,7 +142,7 @@ class BrokerConfig:
         for key, value in props.items():
             if key in kinds:
                 setattr(config, key, _convert(kinds[key], value, key))
-            elif key not in STORE_KEYS:
+            elif key not in STORE_KEYS and not key.startswith("tls."):
                 log.info("broker.conf key {key} is not used by rmqtx; ignored", key=key)
         if "maxMessageSize" in props:
             config.maxMessageSize = int(props["maxMessageSize"])
@@ -161,7 +165,8 @@ class BrokerConfig:
         """Every setting as strings (GET_BROKER_CONFIG)."""
         out = {f.name: _java_text(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "properties"}
         for key, value in self.properties.items():
-            out.setdefault(key, value)
+            if not key.startswith("tls."):  # Java keeps TLS settings (key passwords) out of the broker config
+                out.setdefault(key, value)
         return out
 
 

@@ -20,6 +20,28 @@ SYSTEM_GROUPS = (
 )
 
 
+def _coerce(kind: object, value: object) -> object:
+    """A bean field as its declared type; raises TypeError/ValueError for values Java refuses."""
+    if kind in (bool, "bool"):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            return value.lower() == "true"
+        if isinstance(value, int):
+            return value != 0
+        raise TypeError(f"cannot take {value!r} as a boolean")
+    if kind in (int, "int"):
+        if isinstance(value, (dict, list)) or value is None:
+            raise TypeError(f"cannot take {value!r} as a number")
+        number = int(value)
+        if not -(2**63) <= number < 2**63:
+            raise ValueError(f"{value!r} is out of range")
+        return number
+    if isinstance(value, (dict, list)):
+        raise TypeError(f"cannot take {value!r} as a string")
+    return "" if value is None else str(value)
+
+
 @dataclass
 class SubscriptionGroupConfig:
     """Field names and order as fastjson writes the Java bean (alphabetical)."""
@@ -36,7 +58,7 @@ class SubscriptionGroupConfig:
 
     @classmethod
     def from_json(cls, data: dict) -> "SubscriptionGroupConfig":
-        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        known = {k: _coerce(cls.__dataclass_fields__[k].type, data[k]) for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
 
     def to_json(self) -> dict:

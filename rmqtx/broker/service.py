@@ -6,6 +6,7 @@ from twisted.application import service
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqtx.acl.service import AclService, default_acl_path
 from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
@@ -25,6 +26,7 @@ from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory
+from rmqtx.remoting.tls import TlsClientSettings, listening_factory
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.message_store import MessageStore
 
@@ -49,7 +51,8 @@ class BrokerService(service.Service):
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
-        self._namesrv_client = RemotingClient(reactor)
+        self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
+        self.acl: AclService | None = None
 
     # -- wiring -----------------------------------------------------------------------------
     def _notify_consumers(self, group: str, conns: list[RemotingProtocol]) -> None:
@@ -87,6 +90,11 @@ class BrokerService(service.Service):
         ctx.registrar.on_registered.append(ctx.ha.on_registered)
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
+        if cfg.aclEnable:
+            self.acl = AclService(
+                default_acl_path(cfg.aclFilePath), lambda: (cfg.brokerClusterName, cfg.brokerName, cfg.broker_addr), self.reactor
+            )
+            self.dispatcher.register_many(self.acl.table_of_handlers())  # with ACL off they stay "not supported"
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
         store.add_arrival_listener(ctx.stats.on_arrival)
@@ -105,8 +113,13 @@ class BrokerService(service.Service):
         ctx.schedule.load()
         ctx.transactions.load()
         ctx.filters.load()
+        if self.acl is not None:
+            self.acl.load()
+            self.acl.start()
+            self.dispatcher.guard = self.acl.guard
         ephemeral = self.config.listenPort == 0
-        self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
+        listening = listening_factory(self.factory, self.config.properties)
+        self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
         if ephemeral:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)
@@ -142,6 +155,8 @@ class BrokerService(service.Service):
             ctx.holds.stop()
             ctx.schedule.stop()
             ctx.transactions.stop()
+        if self.acl is not None:
+            self.acl.stop()
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:

@@ -28,8 +28,16 @@ QUERY_TIMEOUT = 10.0
 class MQAdmin:
     """Admin calls over a private client instance (no heartbeats, no group)."""
 
-    def __init__(self, namesrv_addr: str | None = None, *, config: ClientConfig | None = None, reactor: Any = None) -> None:
-        config = ClientConfig.resolve(namesrv_addr, config)
+    def __init__(
+        self,
+        namesrv_addr: str | None = None,
+        *,
+        config: ClientConfig | None = None,
+        reactor: Any = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ) -> None:
+        config = ClientConfig.resolve(namesrv_addr, config, access_key, secret_key)
         self.client = MQClientInstance(config, reactor)
 
     @deferred

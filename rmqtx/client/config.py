@@ -38,16 +38,53 @@ class ClientConfig:
     heartbeat_interval: float = 30.0
     persist_offset_interval: float = 5.0
     rebalance_interval: float = 20.0
+    #: ACL credentials: with both set, every request is signed as Java's AclClientRPCHook signs it.
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    security_token: str | None = field(default=None, repr=False)
+    #: TLS to name servers and brokers (Java's -Dtls.enable=true): no certificate check unless
+    #: ``tls_trust_cert_path`` is given (Java's client test mode checks nothing either).
+    tls: bool = False
+    tls_trust_cert_path: str = ""
+    tls_cert_path: str = ""
+    tls_key_path: str = ""
 
 
     @classmethod
-    def resolve(cls, namesrv_addr: str | None, config: "ClientConfig | None") -> "ClientConfig":
-        """The config a client was given, or one built from its name server address."""
-        if config is not None:
-            return config
-        if namesrv_addr is None:
-            raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
-        return cls(namesrv_addr)
+    def resolve(
+        cls,
+        namesrv_addr: str | None,
+        config: "ClientConfig | None",
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ) -> "ClientConfig":
+        """The config a client was given, or one built from its name server address (and keys)."""
+        if config is None:
+            if namesrv_addr is None:
+                raise MQClientError(NO_CODE, "a name server address or a ClientConfig is required")
+            config = cls(namesrv_addr)
+        if access_key is not None or secret_key is not None:
+            if not access_key or not secret_key:
+                raise MQClientError(NO_CODE, "access_key and secret_key go together")
+            config.access_key, config.secret_key = access_key, secret_key
+        return config
+
+    def tls_options(self):  # -> twisted TLS options | None
+        """Client TLS options for these settings, or None for plain TCP."""
+        if not self.tls:
+            return None
+        from rmqtx.remoting.tls import TlsClientSettings
+
+        return TlsClientSettings(True, self.tls_cert_path, self.tls_key_path, None, bool(self.tls_trust_cert_path),
+                                 self.tls_trust_cert_path).options()
+
+    def signer(self):  # -> rmqtx.acl.signing.RequestSigner | None
+        """The request signer for these credentials, or None without keys."""
+        if not (self.access_key and self.secret_key):
+            return None
+        from rmqtx.acl.signing import RequestSigner
+
+        return RequestSigner(self.access_key, self.secret_key, self.security_token)
 
     @property
     def client_id(self) -> str:

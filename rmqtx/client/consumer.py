@@ -139,8 +139,10 @@ class _ConsumerBase:
         message_model: str,
         consume_from: str,
         offset_store_dir: str | None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
-        config = ClientConfig.resolve(namesrv_addr, config)
+        config = ClientConfig.resolve(namesrv_addr, config, access_key, secret_key)
         if message_model not in (CLUSTERING, BROADCASTING):
             raise MQClientError(NO_CODE, f"unknown message model {message_model!r}")
         self.group = group
@@ -238,8 +240,10 @@ class PushConsumer(_ConsumerBase):
         suspend_timeout: float = 15.0,
         pull_timeout: float = 30.0,
         offset_store_dir: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
-        super().__init__(group, namesrv_addr, config, reactor, message_model, consume_from, offset_store_dir)
+        super().__init__(group, namesrv_addr, config, reactor, message_model, consume_from, offset_store_dir, access_key, secret_key)
         self.listener = listener
         self.orderly = orderly
         self.consume_timestamp = consume_timestamp if consume_timestamp is not None else int(time.time() * 1000) - 30 * 60 * 1000
@@ -686,8 +690,12 @@ class PullConsumer(_ConsumerBase):
         offset_store_dir: str | None = None,
         suspend_timeout: float = 20.0,
         pull_timeout: float = 10.0,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
-        super().__init__(group, namesrv_addr, config, reactor, message_model, CONSUME_FROM_LAST_OFFSET, offset_store_dir)
+        super().__init__(
+            group, namesrv_addr, config, reactor, message_model, CONSUME_FROM_LAST_OFFSET, offset_store_dir, access_key, secret_key
+        )
         self.suspend_timeout = suspend_timeout
         self.pull_timeout = pull_timeout
 

@@ -76,7 +76,7 @@ class MQClientInstance:
                 RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: self.replies.on_push,
             }
         )
-        self.remoting = RemotingClient(reactor, dispatcher=dispatcher)
+        self.remoting = RemotingClient(reactor, dispatcher=dispatcher, signer=config.signer(), tls=config.tls_options())
         self.routes: dict[str, TopicRoute] = {}
         #: The broker id each queue's last pull answer suggested (Java's pullFromWhichNodeTable).
         self.pull_from_node: dict[Any, int] = {}

@@ -84,8 +84,10 @@ class Producer:
         compress: bool = True,
         default_topic_queue_nums: int = 4,
         max_message_size: int = 4 * 1024 * 1024,
+        access_key: str | None = None,
+        secret_key: str | None = None,
     ) -> None:
-        config = ClientConfig.resolve(namesrv_addr, config)
+        config = ClientConfig.resolve(namesrv_addr, config, access_key, secret_key)
         self.group = group
         self.config = config
         self.reactor = reactor
@@ -403,4 +405,7 @@ class TransactionProducer(Producer):
             msgId=msg.properties.get(PROPERTY_UNIQ_KEY) or msg.msg_id,
             transactionId=header.transactionId,
         )
-        conn.invoke_oneway(RemotingCommand.request(RequestCode.END_TRANSACTION, end.to_fields(), remark=remark))
+        request = RemotingCommand.request(RequestCode.END_TRANSACTION, end.to_fields(), remark=remark)
+        if self.client is not None and self.client.remoting.signer is not None:
+            self.client.remoting.signer(request)
+        conn.invoke_oneway(request)

@@ -39,6 +39,8 @@ class NamesrvConfig:
     serverChannelMaxIdleTimeSeconds: int = 120
     #: UPDATE_NAMESRV_CONFIG is refused unless the operator turns this on.
     enableUpdateNamesrvConfig: bool = False
+    #: The ``tls.*`` keys (Java's TLS property names; see rmqtx.remoting.tls), kept as given.
+    tls: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "NamesrvConfig":
@@ -52,6 +54,9 @@ class NamesrvConfig:
         types = {f.name: f.type for f in dataclasses.fields(self)}
         unknown = []
         for key, raw in props.items():
+            if key.startswith("tls."):
+                self.tls[key] = raw
+                continue
             kind = types.get(key)
             if kind is None:
                 unknown.append(key)
@@ -65,6 +70,8 @@ class NamesrvConfig:
         """Every setting as Java would print it (booleans lower case, null as empty)."""
         out = {}
         for f in dataclasses.fields(self):
+            if f.name == "tls":
+                continue
             value: Any = getattr(self, f.name)
             if isinstance(value, bool):
                 value = "true" if value else "false"

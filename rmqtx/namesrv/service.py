@@ -9,6 +9,7 @@ from twisted.internet import defer, task
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
 
+from rmqtx.remoting.tls import listening_factory
 from rmqtx.namesrv.config import NamesrvConfig
 from rmqtx.namesrv.kv_config import KVConfigManager
 from rmqtx.namesrv.processor import NamesrvProcessor
@@ -49,7 +50,8 @@ class NamesrvService(service.MultiService):
 
     def startService(self) -> None:
         self.kv_config.load()  # blocking, once, before serving
-        self.port = self.reactor.listenTCP(self.config.listenPort, self.factory, interface=self.config.listenAddress)
+        listening = listening_factory(self.factory, self.config.tls)
+        self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
         self._scan = task.LoopingCall(self.scan_not_active_broker)
         self._scan.clock = self.scheduler
         self._scan.start(self.config.scanNotActiveBrokerInterval / 1000.0, now=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from twisted.internet import defer, endpoints, protocol
 from twisted.internet.interfaces import IReactorTCP
 from twisted.logger import Logger
@@ -42,6 +44,8 @@ class RemotingClient:
         *,
         connect_timeout: float = 3.0,
         dispatcher: Dispatcher | None = None,
+        signer: "Callable[[RemotingCommand], None] | None" = None,
+        tls: object | None = None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -50,6 +54,8 @@ class RemotingClient:
         self.reactor = reactor
         self.connect_timeout = connect_timeout
         self.dispatcher = dispatcher
+        self.signer = signer  # e.g. rmqtx.acl.signing.RequestSigner: runs on each request just before it goes out
+        self.tls = tls  # client TLS options (rmqtx.remoting.tls.TlsClientSettings.options()), None for plain TCP
         self._connections: dict[str, RemotingProtocol] = {}
         self._connecting: dict[str, list[defer.Deferred[RemotingProtocol]]] = {}
 
@@ -65,6 +71,8 @@ class RemotingClient:
         self._connecting[addr] = [waiter]
         host, port = split_addr(addr)
         endpoint = endpoints.TCP4ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
+        if self.tls is not None:
+            endpoint = endpoints.wrapClientTLS(self.tls, endpoint)
         d = endpoint.connect(_ClientFactory(self.dispatcher))
 
         def connected(proto: RemotingProtocol) -> None:
@@ -81,6 +89,8 @@ class RemotingClient:
 
     async def _invoke(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.connection(addr)
+        if self.signer is not None:
+            self.signer(request)
         return await conn.invoke(request, timeout)
 
     def invoke(self, addr: str, request: RemotingCommand, timeout: float = 3.0) -> "defer.Deferred[RemotingCommand]":
@@ -101,6 +111,8 @@ class RemotingClient:
 
     async def _oneway(self, addr: str, request: RemotingCommand) -> None:
         conn = await self.connection(addr)
+        if self.signer is not None:
+            self.signer(request)
         conn.invoke_oneway(request)
 
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> "defer.Deferred[None]":

@@ -14,6 +14,7 @@ from twisted.protocols.basic import Int32StringReceiver
 from twisted.protocols.policies import TimeoutMixin
 from twisted.python.failure import Failure
 
+from rmqtx.remoting.bodies import BodyError
 from rmqtx.remoting.codes import ResponseCode, request_name
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.header import HeaderError
@@ -58,6 +59,8 @@ class Dispatcher:
         self.processors: dict[int, Handler] = {}
         self.on_open: list[Callable[["RemotingProtocol"], None]] = []
         self.on_close: list[Callable[["RemotingProtocol"], None]] = []
+        #: One pre-dispatch check (the broker's ACL): returns a refusal to answer, or None to go on.
+        self.guard: Callable[[RemotingCommand, "RemotingProtocol"], RemotingCommand | None] | None = None
 
     def register(self, code: int, handler: Handler) -> None:
         self.processors[int(code)] = handler
@@ -68,6 +71,11 @@ class Dispatcher:
 
     def dispatch(self, conn: "RemotingProtocol", request: RemotingCommand) -> None:
         """Run the handler for ``request`` and send its answer (never for oneway requests)."""
+        if self.guard is not None:
+            refusal = self.guard(request, conn)
+            if refusal is not None:
+                conn.answer(request, refusal)
+                return
         handler = self.processors.get(request.code)
         if handler is None:
             conn.answer(
@@ -78,21 +86,24 @@ class Dispatcher:
         try:
             result = handler(request, conn)
         except Exception as exc:  # a handler bug must not take the connection down
-            conn.answer(request, self._error_response(request, Failure(exc)))
+            conn.answer(request, self._error_response(request, Failure(exc), conn))
             return
         if isinstance(result, defer.Deferred) or hasattr(result, "__await__"):
             d = defer.ensureDeferred(result) if not isinstance(result, defer.Deferred) else result
             d.addCallbacks(
                 lambda resp: conn.answer(request, resp),
-                lambda f: conn.answer(request, self._error_response(request, f)),
+                lambda f: conn.answer(request, self._error_response(request, f, conn)),
             )
         else:
             conn.answer(request, result)
 
     @staticmethod
-    def _error_response(request: RemotingCommand, failure: Failure) -> RemotingCommand:
+    def _error_response(request: RemotingCommand, failure: Failure, conn: "RemotingProtocol") -> RemotingCommand:
         exc = failure.value
-        if isinstance(exc, HeaderError):
+        if isinstance(exc, BodyError):
+            log.warn("bad {code} body from {peer}: {exc}", code=request_name(request.code), peer=conn.peer, exc=exc)
+            remark = exc.remark
+        elif isinstance(exc, HeaderError):
             remark = f"org.apache.rocketmq.remoting.exception.RemotingCommandException: {exc}"
         else:
             log.failure("handler for {code} failed", failure, code=request_name(request.code))

@@ -8,7 +8,9 @@ import time
 from pathlib import Path
 from typing import Awaitable, Callable, TextIO
 
+from rmqtx.acl.signing import RequestSigner
 from rmqtx.client.message import MessageExt, decode_messages
+from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import CreateTopicRequestHeader
 from rmqtx.store.record import decode_offset_msg_id
@@ -468,6 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (desc, options, _) in COMMANDS.items():
         sub = subs.add_parser(name, help=desc, description=desc)
         sub.add_argument("-n", "--namesrvAddr", dest="n", help="Name server address list, eg: 192.168.0.1:9876;192.168.0.2:9876")
+        sub.add_argument("--ak", dest="ak", help="ACL access key (requests are signed as Java's AclClientRPCHook signs them)")
+        sub.add_argument("--sk", dest="sk", help="ACL secret key (never printed)")
         options(sub)
     return parser
 
@@ -486,7 +490,10 @@ async def run(argv: list[str], out: TextIO, err: TextIO, ops: AdminOps | None = 
     own = ops is None
     try:
         if ops is None:
-            ops = AdminOps(namesrv_list(args.n))
+            if bool(args.ak) != bool(args.sk):
+                raise AdminError("--ak and --sk go together")
+            signer = RequestSigner(args.ak, args.sk) if args.ak else None
+            ops = AdminOps(namesrv_list(args.n), RemotingClient(signer=signer))
         await COMMANDS[args.command][2](ops, args, out)
         return 0
     except (AdminError, ValueError, KeyError) as exc:

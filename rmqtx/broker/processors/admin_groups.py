@@ -6,7 +6,7 @@ from typing import Callable
 
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.groups import SubscriptionGroupConfig
-from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.remoting.bodies import body_shape, json_object
 from rmqtx.broker.offsets import SEPARATOR
 from rmqtx.broker.processors.admin_bodies import mq_json, mq_map, ok
 from rmqtx.broker.processors.admin_headers import (
@@ -61,9 +61,10 @@ class GroupAdminProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 "Can't modify topic or subscription group from slave broker, please execute it from master broker.",
             )
-        data = loads_fastjson(request.body) if request.body else None
-        if isinstance(data, dict):
-            group = SubscriptionGroupConfig.from_json(data)
+        data = json_object(request.body, "SubscriptionGroupConfig")
+        if data:
+            with body_shape("SubscriptionGroupConfig"):
+                group = SubscriptionGroupConfig.from_json(data)
             why = validate_name(group.groupName, "group")
             if why:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, why)

@@ -7,7 +7,7 @@ import orjson
 from rmqtx.broker.clients import ClientChannel, SubscriptionData
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.topics import PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_name
-from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.remoting.bodies import BodyError, body_shape, json_object, object_list, text
 from rmqtx.filter import FilterSyntaxError, compile_cached
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
@@ -15,13 +15,31 @@ from rmqtx.remoting.headers import ConsumerGroupRequestHeader, UnregisterClientR
 from rmqtx.remoting.protocol import RemotingProtocol
 
 
-def _body_json(request: RemotingCommand) -> dict:
-    if not request.body:
-        return {}
-    data = loads_fastjson(request.body)
-    if not isinstance(data, dict):
-        raise ValueError("request body is not a JSON object")
-    return data
+def _scalar(value: object, what: str) -> object:
+    """An enum sent as name or ordinal; objects and arrays are refused."""
+    if isinstance(value, (dict, list)):
+        raise BodyError(f"{what} is not a name or an ordinal")
+    return value
+
+
+def _heartbeat_body(request: RemotingCommand) -> tuple[str, list[dict], list[str]]:
+    """HeartbeatData checked and normalized before anything is registered."""
+    data = json_object(request.body, "HeartbeatData")
+    with body_shape("HeartbeatData"):
+        client_id = text(data.get("clientID"), "clientID")
+        consumers = []
+        for consumer in object_list(data.get("consumerDataSet"), "consumerDataSet"):
+            consumers.append(
+                {
+                    "group": text(consumer.get("groupName"), "groupName"),
+                    "consumeType": _scalar(consumer.get("consumeType"), "consumeType"),
+                    "messageModel": _scalar(consumer.get("messageModel"), "messageModel"),
+                    "consumeFromWhere": _scalar(consumer.get("consumeFromWhere"), "consumeFromWhere"),
+                    "subs": [SubscriptionData.from_json(s) for s in object_list(consumer.get("subscriptionDataSet"), "subscriptionDataSet")],
+                }
+            )
+        producers = [text(p.get("groupName"), "groupName") for p in object_list(data.get("producerDataSet"), "producerDataSet")]
+    return client_id, consumers, producers
 
 
 class ClientManageProcessor:
@@ -37,13 +55,12 @@ class ClientManageProcessor:
         }
 
     def heart_beat(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
-        data = _body_json(request)
-        client_id = str(data.get("clientID", ""))
+        client_id, consumers, producers = _heartbeat_body(request)
         channel = ClientChannel(client_id, request.language, request.version, conn)
         ctx = self.ctx
         registered_new_topic = False
-        for consumer in data.get("consumerDataSet") or []:
-            group = str(consumer.get("groupName", ""))
+        for consumer in consumers:
+            group = consumer["group"]
             why = validate_name(group, "group")
             if why:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, why)
@@ -54,19 +71,19 @@ class ClientManageProcessor:
                 if group_cfg.retryQueueNums > 0:
                     _, created = ctx.topics.create_system_topic(RETRY_PREFIX + group, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE)
                     registered_new_topic |= created
-            subs = [SubscriptionData.from_json(s) for s in consumer.get("subscriptionDataSet") or []]
+            subs = consumer["subs"]
             ctx.clients.register_consumer(
                 group,
                 ClientChannel(client_id, request.language, request.version, conn),
-                consumer.get("consumeType"),
-                consumer.get("messageModel"),
-                consumer.get("consumeFromWhere"),
+                consumer["consumeType"],
+                consumer["messageModel"],
+                consumer["consumeFromWhere"],
                 subs,
                 notify,
             )
             ctx.filters.register(group, subs)
-        for producer in data.get("producerDataSet") or []:
-            ctx.clients.register_producer(str(producer.get("groupName", "")), channel)
+        for producer_group in producers:
+            ctx.clients.register_producer(producer_group, channel)
         if registered_new_topic:
             ctx.registrar.register_all(oneway=True)
         return request.make_response(ResponseCode.SUCCESS)
@@ -90,15 +107,17 @@ class ClientManageProcessor:
         return request.make_response(ResponseCode.SUCCESS, ext_fields={}, body=body)
 
     def check_client_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
-        data = _body_json(request)
+        data = json_object(request.body, "CheckClientRequestBody")
         sub = data.get("subscriptionData") or {}
-        kind = str(sub.get("expressionType") or "TAG")
+        if not isinstance(sub, dict):
+            raise BodyError("subscriptionData is not an object")
+        kind = text(sub.get("expressionType"), "expressionType") or "TAG"
         if kind in ("", "TAG"):
             return request.make_response(ResponseCode.SUCCESS)
         if not self.ctx.config.enablePropertyFilter:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {kind}")
         try:
-            compile_cached(str(sub.get("subString") or ""))
+            compile_cached(text(sub.get("subString"), "subString"))
         except FilterSyntaxError as exc:
             return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
         return request.make_response(ResponseCode.SUCCESS)

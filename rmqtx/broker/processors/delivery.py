@@ -7,7 +7,8 @@ import random
 import orjson
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.jsonfiles import loads_fastjson, pretty
+from rmqtx.broker.jsonfiles import pretty
+from rmqtx.remoting.bodies import body_shape, json_object, object_list, text
 from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
 from rmqtx.broker.reput import sendback_properties
 from rmqtx.common.message import properties_to_string
@@ -104,9 +105,13 @@ class DeliveryProcessor:
     # -- orderly locks ----------------------------------------------------------------------
     @staticmethod
     def _lock_body(request: RemotingCommand) -> tuple[str, str, list[tuple[str, str, int]]]:
-        data = loads_fastjson(request.body or b"{}")
-        mqs = [(str(m["topic"]), str(m["brokerName"]), int(m["queueId"])) for m in data.get("mqSet") or []]
-        return str(data.get("consumerGroup", "")), str(data.get("clientId", "")), mqs
+        data = json_object(request.body, "LockBatchRequestBody")
+        with body_shape("LockBatchRequestBody"):
+            mqs = [
+                (text(m.get("topic"), "topic"), text(m.get("brokerName"), "brokerName"), int(m.get("queueId")))
+                for m in object_list(data.get("mqSet"), "mqSet")
+            ]
+            return text(data.get("consumerGroup"), "consumerGroup"), text(data.get("clientId"), "clientId"), mqs
 
     def lock_batch(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         group, client_id, mqs = self._lock_body(request)
