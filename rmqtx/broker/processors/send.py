@@ -23,7 +23,7 @@ from rmqtx.common.message import (
     parse_properties,
     properties_to_string,
 )
-from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.codes import RESPONSE_FLAG, RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
 from rmqtx.remoting.protocol import RemotingProtocol
@@ -134,10 +134,10 @@ class SendProcessor:
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
         elif not is_batch:
             topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
-        peer = conn.transport.getPeer()
-        born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
+        born_host = _born_host(conn)
+        store = self.ctx.store
         if is_batch:
-            d = self.ctx.store.put_messages(
+            d = store.put_messages(
                 BatchToStore(
                     topic=topic,
                     queue_id=queue_id,
@@ -149,22 +149,25 @@ class SendProcessor:
                     properties=properties_to_string(props),
                 )
             )
-        else:
-            d = self.ctx.store.put_message(
-                MessageToStore(
-                    topic=topic,
-                    queue_id=queue_id,
-                    flag=header.flag,
-                    body=request.body,
-                    properties=properties_to_string(props),
-                    sys_flag=sys_flag,
-                    born_timestamp=header.bornTimestamp,
-                    born_host=born_host,
-                    store_host=self.ctx.store_host,
-                    reconsume_times=header.reconsumeTimes or 0,
-                )
-            )
-        return d.addCallback(self._answer, request, reply_queue)
+            return d.addCallback(self._answer, request, reply_queue)
+        result = store.append_message(
+            MessageToStore(
+                topic,
+                queue_id,
+                header.flag,
+                request.body,
+                properties_to_string(props),
+                sys_flag,
+                header.bornTimestamp,
+                born_host,
+                self.ctx.store_host,
+                header.reconsumeTimes or 0,
+            ),
+            props,
+        )
+        if store.sync_flush and result.status is PutStatus.PUT_OK:
+            return store.await_flush(result).addCallback(self._answer, request, reply_queue)
+        return self._answer(result, request, reply_queue)
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
         """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
@@ -180,13 +183,41 @@ class SendProcessor:
         return dlq, 0
 
     def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
-        if result.status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT):
-            code = ResponseCode.SUCCESS if result.status is PutStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
-            response = request.make_response(code)
-            header = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
-            extra = {"MSG_REGION": self.ctx.config.regionId, "TRACE_ON": "true" if self.ctx.config.traceOn else "false"}
-            return header.apply_to(response, extra)
-        code, remark = _PUT_ERRORS.get(result.status, (ResponseCode.SYSTEM_ERROR, result.status.name))
+        status = result.status
+        if status is PutStatus.PUT_OK or status is PutStatus.FLUSH_DISK_TIMEOUT:
+            cfg = self.ctx.config
+            # SendMessageResponseHeader's fields plus the two Java adds with addExtField
+            fields = {
+                "MSG_REGION": cfg.regionId,
+                "TRACE_ON": "true" if cfg.traceOn else "false",
+                "msgId": result.msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(result.queue_offset),
+            }
+            return RemotingCommand(
+                _SUCCESS if status is PutStatus.PUT_OK else _FLUSH_DISK_TIMEOUT,
+                ext_fields=fields,
+                opaque=request.opaque,
+                flag=RESPONSE_FLAG,
+                serialize_type=request.serialize_type,
+                fast_keys=_RESPONSE_FAST_KEYS,
+            )
+        code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
         return request.make_response(code, result.remark or remark)
+
+
+def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
+    """The sender's address, looked up once per connection."""
+    born = conn.attributes.get(_BORN_HOST)
+    if born is None:
+        peer = conn.transport.getPeer()
+        born = conn.attributes[_BORN_HOST] = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
+    return born  # type: ignore[return-value]
+
+
+_BORN_HOST = "send.born_host"
+_SUCCESS = int(ResponseCode.SUCCESS)
+_FLUSH_DISK_TIMEOUT = int(ResponseCode.FLUSH_DISK_TIMEOUT)
+_RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
 
 __all__ = ["SendProcessor"]
