@@ -23,6 +23,8 @@ _SHORT = struct.Struct(">h")
 _LANGUAGES = {c.value: c.name for c in LanguageCode}
 _LANGUAGE_CODES = {c.name: int(c.value) for c in LanguageCode}
 _OTHER = int(LanguageCode.OTHER)
+_JSON = int(SerializeType.JSON)
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
 
 
 class FrameError(ValueError):
@@ -148,7 +150,7 @@ def encode_binary_header(cmd: RemotingCommand) -> bytes:
         raise ValueError(f"code {code} does not fit the ROCKETMQ binary header")
     remark = cmd.remark.encode() if cmd.remark else b""
     ext = cmd.ext_fields
-    ext_bytes = encode_binary_ext(ext, _binary_ext_order(cmd)) if ext else b""
+    ext_bytes = encode_binary_ext(ext, _binary_order(cmd.fast_keys, tuple(ext))) if ext else b""
     return b"".join((
         _BINARY_HEAD.pack(code, _LANGUAGE_CODES.get(cmd.language, _OTHER), cmd.version, cmd.opaque, cmd.flag, len(remark)),
         remark,
@@ -225,7 +227,10 @@ def encode_header(cmd: RemotingCommand) -> tuple[int, bytes]:
 
 def encode_frame_parts(cmd: RemotingCommand) -> list[bytes]:
     """A frame as pieces for ``writeSequence``: no copy of a large body."""
-    stype, header = encode_header(cmd)
+    if cmd.serialize_type == SerializeType.ROCKETMQ and -32768 <= cmd.code <= 32767:
+        stype, header = _ROCKETMQ, encode_binary_header(cmd)
+    else:
+        stype, header = _JSON, encode_json_header(cmd)
     body = cmd.body or b""
     prefix = _PREFIX.pack(4 + len(header) + len(body), (stype << 24) | len(header))
     return [prefix, header, body] if body else [prefix, header]
@@ -246,10 +251,21 @@ def decode_frame_payload(payload: bytes) -> RemotingCommand:
     if 4 + header_len > len(payload):
         raise FrameError(f"header length {header_len} runs past the frame")
     header = payload[4 : 4 + header_len]
-    if stype == SerializeType.JSON:
+    if stype == _ROCKETMQ:
+        code, lang, version, opaque, flag, remark, ext = decode_binary_fields(header)
+        cmd = RemotingCommand(
+            code,
+            ext_fields=ext,
+            remark=remark,
+            opaque=opaque,
+            flag=flag,
+            language=_LANGUAGES.get(lang, "OTHER"),
+            version=version,
+            serialize_type=SerializeType.ROCKETMQ,
+            fast_keys=tuple(ext) if ext else (),
+        )
+    elif stype == _JSON:
         cmd = decode_json_header(header)
-    elif stype == SerializeType.ROCKETMQ:
-        cmd = decode_binary_header(header)
     else:
         raise FrameError(f"unknown serialize type {stype}")
     cmd.body = payload[4 + header_len :]

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from .message_store import MessageStore
 
 log = logging.getLogger(__name__)
+_PAGE = 4096
 
 
 def _sync_all(files: list[MappedFile]) -> None:
@@ -36,6 +37,7 @@ class FlushService:
         self._logics_busy = False
         self._kick: Any = None
         self._loops: list[LoopingCall] = []
+        self._last_thorough = float("-inf")  # ms; the first consume queue flush syncs everything
 
     def start(self, reactor: Any) -> None:
         self.reactor = reactor
@@ -142,23 +144,31 @@ class FlushService:
 
     # ---- consume queues, index, checkpoint ----------------------------------------------------
 
-    def _collect_logics(self) -> tuple[list[MappedFile], list[tuple[Any, int]]]:
+    def _collect_logics(self, thorough: bool = True) -> tuple[list[MappedFile], list[tuple[Any, int]]]:
+        """What to sync now: every dirty queue when thorough, else (as Java) only queues with at least
+        flushConsumeQueueLeastPages unsynced pages; the checkpoint's logics time moves on thorough ones."""
         store = self.store
         files: list[MappedFile] = []
         marks = []
-        for cq in store.dirty_cqs:
+        least = 0 if thorough else store.config.flush_consume_queue_least_pages * _PAGE
+        if least:
+            picked = [cq for cq in store.dirty_cqs if cq.queue.max_offset - cq.queue.flushed_where >= least]
+            store.dirty_cqs.difference_update(picked)
+        else:
+            picked = list(store.dirty_cqs)
+            store.dirty_cqs.clear()
+        for cq in picked:
             files.extend(cq.queue.dirty_files())
             marks.append((cq.queue, cq.queue.max_offset))
             if cq.ext is not None:
                 files.extend(cq.ext.queue.dirty_files())
                 marks.append((cq.ext.queue, cq.ext.queue.max_offset))
-        store.dirty_cqs.clear()
         files.extend(store.index.take_dirty())
         ckpt = store.checkpoint
         assert ckpt is not None
         if self.flushed_store_ts:
             ckpt.physic_ts = self.flushed_store_ts
-        if store.dispatched_ts:
+        if store.dispatched_ts and thorough:
             ckpt.logics_ts = store.dispatched_ts
         if store.index.files:
             ckpt.index_ts = store.index.files[-1].end_ts or ckpt.index_ts
@@ -177,7 +187,11 @@ class FlushService:
     def _logics_tick(self) -> None:
         if self._logics_busy:
             return
-        files, marks = self._collect_logics()
+        now = self.reactor.seconds() * 1000
+        thorough = now >= self._last_thorough + self.store.config.flush_consume_queue_thorough_interval
+        if thorough:
+            self._last_thorough = now
+        files, marks = self._collect_logics(thorough)
         self._logics_busy = True
 
         def done(result: Any) -> None:

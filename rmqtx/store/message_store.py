@@ -195,9 +195,8 @@ class MessageStore:
         Under SYNC_FLUSH a PUT_OK result is not durable yet: wait for :meth:`await_flush`.
         ``props`` is the parsed ``msg.properties`` when the caller has it, to skip a re-parse.
         """
-        res = self._refuse()
-        if res is not None:
-            return res
+        if not self._running or self.disk_full:
+            return self._refuse()  # type: ignore[return-value]
         try:
             cq = self.consume_queues.get((msg.topic, msg.queue_id))
             if cq is None or cq.needs_file or (msg.sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE:
@@ -209,7 +208,12 @@ class MessageStore:
         if app is not None:
             self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
             if self._listeners and cq is not None:
-                self._notify(msg.topic, msg.queue_id, cq.max_offset)
+                new_max = cq.max_offset
+                for fn in self._listeners:
+                    try:
+                        fn(msg.topic, msg.queue_id, new_max)
+                    except Exception:
+                        log.exception("arrival listener failed")
         return res
 
     def put_messages(self, batch: BatchToStore) -> Deferred:
@@ -261,7 +265,11 @@ class MessageStore:
             props = _props(app.properties)  # the bit map sees exactly what was stored
         if cq is not None:
             if tags_code is None:
-                tags_code = self.tags_code(topic, props, store_ts)
+                if topic == R.SCHEDULE_TOPIC:
+                    tags_code = self.tags_code(topic, props, store_ts)
+                else:
+                    tags = props.get(R.PROP_TAGS)
+                    tags_code = R.tags_hash(tags) if tags else 0
             if cq.ext is None:
                 cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
             else:

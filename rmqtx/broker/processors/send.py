@@ -18,6 +18,7 @@ from rmqtx.broker.topics import (
 )
 from rmqtx.common.message import (
     PROPERTY_CLUSTER,
+    PROPERTY_DELAY,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_WAIT,
     parse_properties,
@@ -56,6 +57,7 @@ _PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
 class SendProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self._checked: dict[str, object] = {}  # topic -> its TopicConfig when it last passed _check
 
     def table(self) -> dict:
         return {
@@ -109,12 +111,19 @@ class SendProcessor:
 
     # -- processing -------------------------------------------------------------------------
     def process(self, request: RemotingCommand, conn: RemotingProtocol):
-        header = self._header(request)
-        tc, error = self._check(request, header, conn)
-        if error is not None:
-            return error
-        queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
+        header = send_header_from_v2(request.ext_fields) if request.code == _SEND_V2 else self._header(request)
         topic = header.topic
+        tc = self._checked.get(topic)
+        # a topic that passed every check before, still the same config object and writable
+        if tc is None or tc is not self.ctx.topics.get(topic) or header.queueId >= tc.writeQueueNums or not (
+            tc.perm & PERM_WRITE and self.ctx.config.brokerPermission & PERM_WRITE
+        ):
+            tc, error = self._check(request, header, conn)
+            if error is not None:
+                return error
+            if len(self._checked) < 10000:
+                self._checked[topic] = tc
+        queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
         if topic.startswith(RETRY_PREFIX):
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
         props = parse_properties(header.properties)
@@ -132,9 +141,9 @@ class SendProcessor:
         if is_half:
             topic, queue_id = self.ctx.transactions.prepare(topic, queue_id, props)
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
-        elif not is_batch:
+        elif not is_batch and PROPERTY_DELAY in props:
             topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
-        born_host = _born_host(conn)
+        born_host = conn.attributes.get(_BORN_HOST) or _born_host(conn)
         store = self.ctx.store
         if is_batch:
             d = store.put_messages(
@@ -216,6 +225,7 @@ def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
 
 
 _BORN_HOST = "send.born_host"
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SUCCESS = int(ResponseCode.SUCCESS)
 _FLUSH_DISK_TIMEOUT = int(ResponseCode.FLUSH_DISK_TIMEOUT)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
