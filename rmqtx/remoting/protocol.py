@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Awaitable, Callable, Union
 
-from twisted.internet import defer, error, protocol
+from twisted.internet import defer, error, protocol, tcp
 from twisted.logger import Logger
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.protocols.policies import TimeoutMixin
@@ -207,7 +207,8 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
     def _flush_out(self) -> None:
         out, self._out = self._out, None
         if out and not self.closed:
-            self.transport.writeSequence(out)
+            if not _send_now(self.transport, out):
+                self.transport.writeSequence(out)
 
     def lengthLimitExceeded(self, length: int) -> None:
         self.close(f"frame length {length} out of range (1..{self.MAX_LENGTH})")
@@ -304,3 +305,33 @@ class RemotingServerFactory(protocol.ServerFactory):
 
 def is_connection_error(failure: Failure) -> bool:
     return failure.check(error.ConnectionError, ConnectionClosedError) is not None
+
+
+def _send_now(transport: object, parts: list[bytes]) -> bool:
+    """Write to a TCP socket at once when nothing is queued before it; False leaves it to Twisted.
+
+    Twisted sends only once the reactor sees the socket writable: two epoll_ctl calls and one more
+    poll per read cycle, which cost as much as the answers themselves under a multiplexing client.
+    What the socket does not take is queued with the transport as usual, so order is kept.
+    """
+    if type(transport) is not tcp.Server and type(transport) is not tcp.Client:
+        return False
+    t: tcp.Connection = transport  # type: ignore[assignment]
+    if (
+        not t.connected
+        or t.disconnecting
+        or t._writeDisconnected
+        or t._tempDataBuffer
+        or len(t.dataBuffer) > t.offset
+    ):
+        return False
+    data = b"".join(parts)
+    try:
+        sent = t.socket.send(data)
+    except (BlockingIOError, InterruptedError):
+        sent = 0
+    except OSError:
+        return False  # Twisted's own write path meets the error and closes the connection
+    if sent < len(data):
+        t.write(data[sent:])
+    return True
