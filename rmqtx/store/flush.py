@@ -6,7 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import threads
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
@@ -24,6 +24,18 @@ def _sync_all(files: list[MappedFile]) -> None:
         mf.sync()
 
 
+def _fire(synced: bool, d: Deferred) -> None:
+    d.callback(synced)
+
+
+def _call(waiter: tuple[int, Any, Any], synced: bool) -> None:
+    """Run one waiter; a failing one must not keep the others waiting."""
+    try:
+        waiter[1](synced, waiter[2])
+    except Exception:
+        log.exception("flush waiter failed")
+
+
 class FlushService:
     """Commit log flushing (async interval or sync group commit) and the 1 s queue/index/checkpoint flush."""
 
@@ -32,7 +44,8 @@ class FlushService:
         self.reactor: Any = None
         self.sync_count = 0  # commit log sync jobs run (group commit shares one among many puts)
         self.flushed_store_ts = 0
-        self._waiters: deque[tuple[int, Deferred]] = deque()
+        # (offset, fn, arg): fn(synced: bool, arg) once the commit log is synced past offset (or timed out)
+        self._waiters: deque[tuple[int, Any, Any]] = deque()
         self._cl_busy = False
         self._logics_busy = False
         self._kick: Any = None
@@ -92,17 +105,24 @@ class FlushService:
 
     def wait_flushed(self, offset: int) -> Deferred:
         """Fires True once the commit log is synced past offset, False on timeout or sync error."""
+        d: Deferred = Deferred()
+        self.call_when_flushed(offset, _fire, d)
+        return d
+
+    def call_when_flushed(self, offset: int, fn: Any, arg: Any) -> None:
+        """``fn(synced, arg)`` once the commit log is synced past offset (synced False on timeout);
+        the Deferred-free form of :meth:`wait_flushed` for the send path."""
         q = self.store.commitlog.queue
         if offset <= q.flushed_where:
-            return succeed(True)
+            fn(True, arg)
+            return
         if self.reactor is None:  # not started (offline use): sync inline
             self.flush_commit_log_now()
-            return succeed(True)
-        d: Deferred = Deferred()
-        self._waiters.append((offset, d))
+            fn(True, arg)
+            return
+        self._waiters.append((offset, fn, arg))
         if not self._cl_busy and self._kick is None:
             self._kick = self.reactor.callLater(0, self._group_commit)
-        return d
 
     def _group_commit(self) -> None:
         """One sync for every put waiting now; puts arriving meanwhile share the next one."""
@@ -127,11 +147,11 @@ class FlushService:
     def _release_waiters(self) -> None:
         flushed = self.store.commitlog.queue.flushed_where
         while self._waiters and self._waiters[0][0] <= flushed:
-            self._waiters.popleft()[1].callback(True)
+            _call(self._waiters.popleft(), True)
 
     def _timeout(self, covered: int) -> None:
         while self._waiters and self._waiters[0][0] <= covered:
-            self._waiters.popleft()[1].callback(False)
+            _call(self._waiters.popleft(), False)
 
     def flush_commit_log_now(self) -> None:
         """Blocking sync of the whole commit log tail (offline use and shutdown)."""
@@ -209,4 +229,4 @@ class FlushService:
         self._sync_logics(files, self.store.checkpoint)
         self._mark(marks)
         while self._waiters:
-            self._waiters.popleft()[1].callback(True)
+            _call(self._waiters.popleft(), True)

@@ -38,6 +38,13 @@ CqFilter = Callable[["int | None", "ExtUnit | None"], bool]
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def _flushed(synced: bool, waiting: tuple) -> None:
+    res, fn, arg = waiting
+    if not synced:
+        res.status = PutStatus.FLUSH_DISK_TIMEOUT
+    fn(res, arg)
+
+
 class StoreLockedError(StoreError):
     """Another store instance holds the directory's lock file."""
 
@@ -238,6 +245,11 @@ class MessageStore:
     def await_flush(self, res: PutResult) -> Deferred:
         """Fires with ``res`` once its bytes are synced (FLUSH_DISK_TIMEOUT if that takes too long)."""
         return self._await_flush(res)
+
+    def call_when_flushed(self, res: PutResult, fn: Callable[[PutResult, object], None], arg: object) -> None:
+        """``fn(res, arg)`` once res's bytes are synced (status FLUSH_DISK_TIMEOUT if that took too
+        long): :meth:`await_flush` without a Deferred per message."""
+        self.flush.call_when_flushed(res.wrote_offset + res.wrote_bytes, _flushed, (res, fn, arg))
 
     def _await_flush(self, res: PutResult) -> Deferred:
         def done(ok: bool) -> PutResult:

@@ -175,8 +175,14 @@ class SendProcessor:
             props,
         )
         if store.sync_flush and result.status is PutStatus.PUT_OK:
-            return store.await_flush(result).addCallback(self._answer, request, reply_queue)
+            # acknowledged only once durable: the answer is written when the group commit covers it
+            store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue))
+            return None
         return self._answer(result, request, reply_queue)
+
+    def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
+        request, conn, queue_id = waiting
+        conn.answer(request, self._answer(result, request, queue_id))
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
         """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
