@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from rmqtx.remoting.header import CommandHeader, parse_bool
+from rmqtx.remoting.header import CommandHeader
 
 
 # -- send ------------------------------------------------------------------------------------
@@ -45,6 +45,7 @@ V2_SHORT_NAMES: dict[str, str] = {
     "n": "brokerName",
 }
 _V2_LONG_NAMES = {long: short for short, long in V2_SHORT_NAMES.items()}
+_TRUE = ("true", "1")
 
 
 def send_header_from_v2(ext: dict[str, str] | None) -> SendMessageRequestHeader:
@@ -61,8 +62,8 @@ def send_header_from_v2(ext: dict[str, str] | None) -> SendMessageRequestHeader:
             ext["a"], ext["b"], ext["c"], int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]),
             int(ext["h"]), get("i"),
             None if j is None else int(j),
-            False if k is None else parse_bool(k),
-            False if m is None else parse_bool(m),
+            False if k is None else k.strip().lower() in _TRUE,  # parse_bool, inline
+            False if m is None else m.strip().lower() in _TRUE,
             None if l is None else int(l),
             get("n"),
         )

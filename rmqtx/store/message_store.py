@@ -84,6 +84,8 @@ class MessageStore:
         self._lock_fd: int | None = None
         self._running = False
         self._sync = config.sync_flush
+        #: SYNC_FLUSH: a put is acknowledged only once :meth:`await_flush` / :meth:`call_when_flushed` says so
+        self.sync_flush = config.sync_flush
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
         self._bitmap_calc: BitmapCalculator | None = None
@@ -190,11 +192,6 @@ class MessageStore:
         if self._sync and res.status is PutStatus.PUT_OK:
             return self._await_flush(res)
         return succeed(res)
-
-    @property
-    def sync_flush(self) -> bool:
-        """SYNC_FLUSH: a put is acknowledged only once :meth:`await_flush` fires."""
-        return self._sync
 
     def append_message(self, msg: MessageToStore, props: dict[str, str] | None = None) -> PutResult:
         """Write and dispatch one message without a Deferred (the broker's send path).

@@ -115,7 +115,7 @@ class SendProcessor:
         topic = header.topic
         tc = self._checked.get(topic)
         # a topic that passed every check before, still the same config object and writable
-        if tc is None or tc is not self.ctx.topics.get(topic) or header.queueId >= tc.writeQueueNums or not (
+        if tc is None or tc is not self.ctx.topics.table.get(topic) or header.queueId >= tc.writeQueueNums or not (
             tc.perm & PERM_WRITE and self.ctx.config.brokerPermission & PERM_WRITE
         ):
             tc, error = self._check(request, header, conn)
