@@ -50,7 +50,10 @@ class PullHoldService:
     def notify_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
         """New messages in a queue: answer the pulls now able to get something."""
         key = (topic, queue_id)
-        for held in list(self.held.get(key, ())):
+        waiting = self.held.get(key)
+        if not waiting:
+            return
+        for held in list(waiting):
             if held.offset >= max_offset:
                 continue
             answer = held.retry(False)

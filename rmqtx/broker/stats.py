@@ -47,18 +47,39 @@ class Counter:
         self._seconds: dict[int, int] | None = {} if per_second else None
         self._minutes: dict[int, int] = {}
         self._hours: dict[int, int] = {}
+        # counts of the current second are summed here and put in the buckets once it is over
+        self._pending = 0
+        self._pending_second = 0
+        self._second_start = self._second_end = 0.0
 
     def add(self, n: int) -> None:
         now = self.clock()
-        if self._seconds is not None:
-            _add(self._seconds, int(now), n, KEEP_SECONDS)
-        _add(self._minutes, int(now // 60), n, KEEP_MINUTES)
-        _add(self._hours, int(now // 3600), n, KEEP_HOURS)
         self.total += n
+        if self._second_start <= now < self._second_end:
+            self._pending += n
+            return
+        self._settle()
+        second = int(now // 1)
+        self._pending_second = second
+        self._second_start = float(second)
+        self._second_end = second + 1.0
+        self._pending = n
+
+    def _settle(self) -> None:
+        """Put the pending counts in their second, minute and hour buckets."""
+        n = self._pending
+        if n:
+            self._pending = 0
+            at = self._pending_second
+            if self._seconds is not None:
+                _add(self._seconds, at, n, KEEP_SECONDS)
+            _add(self._minutes, at // 60, n, KEEP_MINUTES)
+            _add(self._hours, at // 3600, n, KEEP_HOURS)
 
     def sum_last(self, seconds: int) -> int:
         """Counts of the last ``seconds``: to the second (when kept) within 600 s, the minute within an
         hour, the hour beyond."""
+        self._settle()
         now = self.clock()
         if self._seconds is not None and seconds <= KEEP_SECONDS:
             buckets, width = self._seconds, 1

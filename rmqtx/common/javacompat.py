@@ -7,6 +7,8 @@ from functools import lru_cache
 from operator import mul
 from typing import Iterable
 
+from rmqtx.accel import accel
+
 _MASK32 = 0xFFFFFFFF
 
 
@@ -28,6 +30,10 @@ def java_string_hash(text: str) -> int:
             h = (h * 31 + unit) & _MASK32
     return h - (1 << 32) if h & 0x80000000 else h
 
+
+java_string_hash_py = java_string_hash
+if accel is not None:
+    java_string_hash = accel.java_string_hash  # noqa: F811
 
 _cached_hash = lru_cache(maxsize=4096)(java_string_hash)
 

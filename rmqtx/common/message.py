@@ -38,6 +38,4 @@ def parse_properties(text: str | None) -> dict[str, str]:
 
 def properties_to_string(props: dict[str, str]) -> str:
     """The string Java 4.9 stores: HashMap order (as inserted here), no trailing separator."""
-    return PROPERTY_SEPARATOR.join(
-        f"{name}{NAME_VALUE_SEPARATOR}{props[name]}" for name in hashmap_order(tuple(props))
-    )
+    return PROPERTY_SEPARATOR.join([f"{name}{NAME_VALUE_SEPARATOR}{props[name]}" for name in hashmap_order(tuple(props))])

@@ -19,7 +19,7 @@ class HeaderError(ValueError):
     """A request's ext fields do not fit its header class (missing or malformed field)."""
 
 
-def _parse_bool(text: str) -> bool:
+def parse_bool(text: str) -> bool:
     """Java's parseBoolean, plus the C++ client's ``1``/``0`` (it sends ``batch: "1"``)."""
     return text.strip().lower() in ("true", "1")
 
@@ -31,7 +31,7 @@ def _parse_int(text: str) -> int:
         raise HeaderError(f"For input string: \"{text}\"") from None
 
 
-_PARSERS: dict[Any, Callable[[str], Any]] = {str: str, int: _parse_int, bool: _parse_bool}
+_PARSERS: dict[Any, Callable[[str], Any]] = {str: str, int: _parse_int, bool: parse_bool}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -45,11 +45,30 @@ V2_SHORT_NAMES: dict[str, str] = {
     "n": "brokerName",
 }
 _V2_LONG_NAMES = {long: short for short, long in V2_SHORT_NAMES.items()}
+_TRUE = ("true", "1")
 
 
 def send_header_from_v2(ext: dict[str, str] | None) -> SendMessageRequestHeader:
-    """Read a SEND_MESSAGE_V2 header (short names) as a SendMessageRequestHeader."""
+    """Read a SEND_MESSAGE_V2 header (short names) as a SendMessageRequestHeader.
+
+    The common case (every required field present and well formed) is read in one go; anything
+    else goes the generic way, which raises the errors Java words.
+    """
     ext = ext or {}
+    get = ext.get
+    try:
+        j, k, l, m = get("j"), get("k"), get("l"), get("m")
+        return SendMessageRequestHeader(
+            ext["a"], ext["b"], ext["c"], int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]),
+            int(ext["h"]), get("i"),
+            None if j is None else int(j),
+            False if k is None else k.strip().lower() in _TRUE,  # parse_bool, inline
+            False if m is None else m.strip().lower() in _TRUE,
+            None if l is None else int(l),
+            get("n"),
+        )
+    except (KeyError, ValueError):
+        pass
     return SendMessageRequestHeader.from_fields(
         {V2_SHORT_NAMES[k]: v for k, v in ext.items() if k in V2_SHORT_NAMES}
     )

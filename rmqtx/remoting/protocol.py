@@ -6,21 +6,23 @@ responses complete the Deferred waiting on their opaque. Either side may send re
 
 from __future__ import annotations
 
+import struct
 from typing import Awaitable, Callable, Union
 
-from twisted.internet import defer, error, protocol
+from twisted.internet import defer, error, protocol, tcp
 from twisted.logger import Logger
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.protocols.policies import TimeoutMixin
 from twisted.python.failure import Failure
 
 from rmqtx.remoting.bodies import BodyError
-from rmqtx.remoting.codes import ResponseCode, request_name
+from rmqtx.remoting.codes import ONEWAY_FLAG, RESPONSE_FLAG, ResponseCode, request_name
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.header import HeaderError
 from rmqtx.remoting.serializer import MAX_FRAME_BYTES, FrameError, decode_frame_payload, encode_frame_parts
 
 log = Logger(namespace="rmqtx.remoting")
+_LENGTH = struct.Struct(">i")
 
 HandlerResult = Union[RemotingCommand, None, "defer.Deferred[RemotingCommand | None]", Awaitable]
 Handler = Callable[[RemotingCommand, "RemotingProtocol"], HandlerResult]
@@ -88,7 +90,9 @@ class Dispatcher:
         except Exception as exc:  # a handler bug must not take the connection down
             conn.answer(request, self._error_response(request, Failure(exc), conn))
             return
-        if isinstance(result, defer.Deferred) or hasattr(result, "__await__"):
+        if result is None or type(result) is RemotingCommand:
+            conn.answer(request, result)
+        elif isinstance(result, defer.Deferred) or hasattr(result, "__await__"):
             d = defer.ensureDeferred(result) if not isinstance(result, defer.Deferred) else result
             d.addCallbacks(
                 lambda resp: conn.answer(request, resp),
@@ -124,6 +128,8 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         self.closing = False
         self.attributes: dict[str, object] = {}  # per-connection data of the services (client ids...)
         self._close_waiters: list[defer.Deferred[None]] = []
+        self._unprocessed = b""
+        self._out: list[bytes] | None = None  # frames written while one read is handled
 
     # -- connection life ------------------------------------------------------------------------
     @property
@@ -170,17 +176,50 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
     def close(self, why: str) -> None:
         """Close this connection only, saying why in the log."""
         if not self.closing:
+            self._flush_out()
             self.closing = True
             log.warn("closing connection from {peer}: {why}", peer=self.peer, why=why)
             self.transport.loseConnection()
 
     # -- frames in ------------------------------------------------------------------------------
     def dataReceived(self, data: bytes) -> None:
+        """Handle every whole frame of this read; their answers leave in one write at the end."""
         if self.closing:
             return
         if self.idle_timeout:
             self.resetTimeout()
-        super().dataReceived(data)
+        buf = self._unprocessed + data if self._unprocessed else data
+        size = len(buf)
+        pos = 0
+        max_length = self.MAX_LENGTH
+        outer = self._out is None  # a nested read (a handler feeding data) joins the outer batch
+        if outer:
+            self._out = []
+        try:
+            while size - pos >= 4 and not self.paused:
+                (length,) = _LENGTH.unpack_from(buf, pos)
+                if length > max_length or length < 0:
+                    self._unprocessed = b""
+                    self.lengthLimitExceeded(length)
+                    return
+                end = pos + 4 + length
+                if end > size:
+                    break
+                payload = buf[pos + 4 : end]
+                pos = end
+                self.stringReceived(payload)
+                if self.closing:
+                    return
+            self._unprocessed = buf[pos:] if pos else buf
+        finally:
+            if outer:
+                self._flush_out()
+
+    def _flush_out(self) -> None:
+        out, self._out = self._out, None
+        if out and not self.closed:
+            if not _send_now(self.transport, out):
+                self.transport.writeSequence(out)
 
     def lengthLimitExceeded(self, length: int) -> None:
         self.close(f"frame length {length} out of range (1..{self.MAX_LENGTH})")
@@ -193,7 +232,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         except FrameError as exc:
             self.close(f"malformed frame: {exc}")
             return
-        if cmd.is_response:
+        if cmd.flag & RESPONSE_FLAG:
             d = self.pending.pop(cmd.opaque, None)
             if d is None:
                 log.debug("answer {opaque} from {peer} came after its timeout", opaque=cmd.opaque, peer=self.peer)
@@ -208,14 +247,18 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
     def send(self, cmd: RemotingCommand) -> None:
         """Write one command; quietly dropped when the connection is gone."""
         if not self.closed:
-            self.transport.writeSequence(encode_frame_parts(cmd))
+            out = self._out
+            if out is None:
+                self.transport.writeSequence(encode_frame_parts(cmd))
+            else:
+                out += encode_frame_parts(cmd)
 
     def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         """Send ``response`` to ``request`` unless the request was oneway."""
-        if response is None or request.is_oneway:
+        if response is None or request.flag & ONEWAY_FLAG:
             return
         response.opaque = request.opaque
-        response.mark_response()
+        response.flag |= RESPONSE_FLAG
         if response.serialize_type is None:
             response.serialize_type = request.serialize_type
         self.send(response)
@@ -273,3 +316,33 @@ class RemotingServerFactory(protocol.ServerFactory):
 
 def is_connection_error(failure: Failure) -> bool:
     return failure.check(error.ConnectionError, ConnectionClosedError) is not None
+
+
+def _send_now(transport: object, parts: list[bytes]) -> bool:
+    """Write to a TCP socket at once when nothing is queued before it; False leaves it to Twisted.
+
+    Twisted sends only once the reactor sees the socket writable: two epoll_ctl calls and one more
+    poll per read cycle, which cost as much as the answers themselves under a multiplexing client.
+    What the socket does not take is queued with the transport as usual, so order is kept.
+    """
+    if type(transport) is not tcp.Server and type(transport) is not tcp.Client:
+        return False
+    t: tcp.Connection = transport  # type: ignore[assignment]
+    if (
+        not t.connected
+        or t.disconnecting
+        or t._writeDisconnected
+        or t._tempDataBuffer
+        or len(t.dataBuffer) > t.offset
+    ):
+        return False
+    data = b"".join(parts)
+    try:
+        sent = t.socket.send(data)
+    except (BlockingIOError, InterruptedError):
+        sent = 0
+    except OSError:
+        return False  # Twisted's own write path meets the error and closes the connection
+    if sent < len(data):
+        t.write(data[sent:])
+    return True

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 
 import orjson
 
+from rmqtx.accel import accel
 from rmqtx.common.javacompat import hashmap_order
 from rmqtx.remoting.codes import LanguageCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand, java_string, next_opaque
@@ -16,7 +18,13 @@ MAX_FRAME_BYTES = 16 * 1024 * 1024
 _INT = struct.Struct(">i")
 _PREFIX = struct.Struct(">ii")
 _BINARY_FIXED = struct.Struct(">hBhii")
+_BINARY_HEAD = struct.Struct(">hBhiii")  # the fixed part and the remark length
+_SHORT = struct.Struct(">h")
 _LANGUAGES = {c.value: c.name for c in LanguageCode}
+_LANGUAGE_CODES = {c.name: int(c.value) for c in LanguageCode}
+_OTHER = int(LanguageCode.OTHER)
+_JSON = int(SerializeType.JSON)
+_ROCKETMQ = int(SerializeType.ROCKETMQ)
 
 
 class FrameError(ValueError):
@@ -105,63 +113,97 @@ def decode_json_header(data: bytes) -> RemotingCommand:
 
 
 # -- ROCKETMQ binary -------------------------------------------------------------------------
-def _binary_ext_order(cmd: RemotingCommand) -> list[str]:
-    ext = cmd.ext_fields or {}
-    fast = [k for k in cmd.fast_keys if k in ext]
-    rest = tuple(k for k in ext if k not in cmd.fast_keys)
-    return fast + list(hashmap_order(rest))
+@lru_cache(maxsize=512)
+def _binary_order(fast_keys: tuple[str, ...], keys: tuple[str, ...]) -> tuple[str, ...]:
+    """Fast-header fields first (those present), then the rest in HashMap order."""
+    fast = [k for k in fast_keys if k in keys]
+    rest = tuple(k for k in keys if k not in fast_keys)
+    return tuple(fast) + hashmap_order(rest)
+
+
+def _binary_ext_order(cmd: RemotingCommand) -> tuple[str, ...]:
+    ext = cmd.ext_fields
+    if not ext:
+        return ()
+    return _binary_order(cmd.fast_keys, tuple(ext))
+
+
+def encode_binary_ext(ext: dict[str, str], order: tuple[str, ...]) -> bytes:
+    """The extFields block (without its length) with entries in ``order``."""
+    out = bytearray()
+    pack_short = _SHORT.pack
+    pack_int = _INT.pack
+    for key in order:
+        k = key.encode()
+        v = ext[key].encode()
+        out += pack_short(len(k))
+        out += k
+        out += pack_int(len(v))
+        out += v
+    return bytes(out)
 
 
 def encode_binary_header(cmd: RemotingCommand) -> bytes:
     """ROCKETMQ binary header; fast-header fields first, then the rest in HashMap order."""
-    if not -32768 <= cmd.code <= 32767:
-        raise ValueError(f"code {cmd.code} does not fit the ROCKETMQ binary header")
-    parts = [_BINARY_FIXED.pack(cmd.code, cmd.language_code, cmd.version, cmd.opaque, cmd.flag)]
+    code = cmd.code
+    if not -32768 <= code <= 32767:
+        raise ValueError(f"code {code} does not fit the ROCKETMQ binary header")
     remark = cmd.remark.encode() if cmd.remark else b""
-    parts.append(_INT.pack(len(remark)))
-    parts.append(remark)
-    entries = []
-    for key in _binary_ext_order(cmd):
-        k = key.encode()
-        v = cmd.ext_fields[key].encode()  # type: ignore[index]
-        entries.append(struct.pack(">h", len(k)) + k + _INT.pack(len(v)) + v)
-    ext_bytes = b"".join(entries)
-    parts.append(_INT.pack(len(ext_bytes)))
-    parts.append(ext_bytes)
-    return b"".join(parts)
+    ext = cmd.ext_fields
+    ext_bytes = encode_binary_ext(ext, _binary_order(cmd.fast_keys, tuple(ext))) if ext else b""
+    return b"".join((
+        _BINARY_HEAD.pack(code, _LANGUAGE_CODES.get(cmd.language, _OTHER), cmd.version, cmd.opaque, cmd.flag, len(remark)),
+        remark,
+        _INT.pack(len(ext_bytes)),
+        ext_bytes,
+    ))
+
+
+def decode_binary_fields(data: bytes) -> tuple[int, int, int, int, int, str | None, dict[str, str] | None]:
+    """(code, language code, version, opaque, flag, remark, ext fields) of a ROCKETMQ header, bounds-checked."""
+    size = len(data)
+    try:
+        code, lang, version, opaque, flag, remark_len = _BINARY_HEAD.unpack_from(data, 0)
+        pos = _BINARY_HEAD.size
+        if remark_len < 0 or pos + remark_len > size:
+            raise FrameError("remark length out of range")
+        remark = data[pos : pos + remark_len].decode() if remark_len else None
+        pos += remark_len
+        (ext_len,) = _INT.unpack_from(data, pos)
+        pos += 4
+        end = pos + ext_len
+        if ext_len < 0 or end > size:
+            raise FrameError("extFields length out of range")
+        ext: dict[str, str] | None = {} if ext_len else None
+        unpack_entry = _SHORT.unpack_from
+        unpack_int = _INT.unpack_from
+        while pos < end:
+            (klen,) = unpack_entry(data, pos)
+            pos += 2
+            key = data[pos : pos + klen].decode()
+            pos += klen
+            (vlen,) = unpack_int(data, pos)
+            pos += 4
+            if klen < 0 or vlen < 0 or pos + vlen > end:
+                raise FrameError("extFields entry out of range")
+            ext[key] = data[pos : pos + vlen].decode()  # type: ignore[index]
+            pos += vlen
+    except (struct.error, UnicodeDecodeError) as exc:
+        raise FrameError(f"bad ROCKETMQ header: {exc}") from None
+    return code, lang, version, opaque, flag, remark, ext
+
+
+decode_binary_fields_py = decode_binary_fields
+encode_binary_ext_py = encode_binary_ext
+if accel is not None:
+    accel.configure(FrameError)
+    decode_binary_fields = accel.decode_binary_fields  # noqa: F811
+    encode_binary_ext = accel.encode_binary_ext  # noqa: F811
 
 
 def decode_binary_header(data: bytes) -> RemotingCommand:
     """Parse a ROCKETMQ binary header, bounds-checked."""
-    view = memoryview(data)
-    try:
-        code, lang, version, opaque, flag = _BINARY_FIXED.unpack_from(view, 0)
-        pos = _BINARY_FIXED.size
-        (remark_len,) = _INT.unpack_from(view, pos)
-        pos += 4
-        if remark_len < 0 or pos + remark_len > len(view):
-            raise FrameError("remark length out of range")
-        remark = bytes(view[pos : pos + remark_len]).decode() if remark_len else None
-        pos += remark_len
-        (ext_len,) = _INT.unpack_from(view, pos)
-        pos += 4
-        end = pos + ext_len
-        if ext_len < 0 or end > len(view):
-            raise FrameError("extFields length out of range")
-        ext: dict[str, str] | None = {} if ext_len else None
-        while pos < end:
-            (klen,) = struct.unpack_from(">h", view, pos)
-            pos += 2
-            key = bytes(view[pos : pos + klen]).decode()
-            pos += klen
-            (vlen,) = _INT.unpack_from(view, pos)
-            pos += 4
-            if klen < 0 or vlen < 0 or pos + vlen > end:
-                raise FrameError("extFields entry out of range")
-            ext[key] = bytes(view[pos : pos + vlen]).decode()  # type: ignore[index]
-            pos += vlen
-    except (struct.error, UnicodeDecodeError) as exc:
-        raise FrameError(f"bad ROCKETMQ header: {exc}") from None
+    code, lang, version, opaque, flag, remark, ext = decode_binary_fields(data)
     return RemotingCommand(
         code,
         ext_fields=ext,
@@ -185,7 +227,10 @@ def encode_header(cmd: RemotingCommand) -> tuple[int, bytes]:
 
 def encode_frame_parts(cmd: RemotingCommand) -> list[bytes]:
     """A frame as pieces for ``writeSequence``: no copy of a large body."""
-    stype, header = encode_header(cmd)
+    if cmd.serialize_type == SerializeType.ROCKETMQ and -32768 <= cmd.code <= 32767:
+        stype, header = _ROCKETMQ, encode_binary_header(cmd)
+    else:
+        stype, header = _JSON, encode_json_header(cmd)
     body = cmd.body or b""
     prefix = _PREFIX.pack(4 + len(header) + len(body), (stype << 24) | len(header))
     return [prefix, header, body] if body else [prefix, header]
@@ -206,10 +251,21 @@ def decode_frame_payload(payload: bytes) -> RemotingCommand:
     if 4 + header_len > len(payload):
         raise FrameError(f"header length {header_len} runs past the frame")
     header = payload[4 : 4 + header_len]
-    if stype == SerializeType.JSON:
+    if stype == _ROCKETMQ:
+        code, lang, version, opaque, flag, remark, ext = decode_binary_fields(header)
+        cmd = RemotingCommand(
+            code,
+            ext_fields=ext,
+            remark=remark,
+            opaque=opaque,
+            flag=flag,
+            language=_LANGUAGES.get(lang, "OTHER"),
+            version=version,
+            serialize_type=SerializeType.ROCKETMQ,
+            fast_keys=tuple(ext) if ext else (),
+        )
+    elif stype == _JSON:
         cmd = decode_json_header(header)
-    elif stype == SerializeType.ROCKETMQ:
-        cmd = decode_binary_header(header)
     else:
         raise FrameError(f"unknown serialize type {stype}")
     cmd.body = payload[4 + header_len :]

@@ -69,20 +69,24 @@ class CommitLog:
 
     def _room_for(self, total: int) -> MappedFile:
         """A file with room for total bytes; fills the current one with a blank if needed."""
-        mf = self.queue.last_for_write(0)
+        queue = self.queue
+        files = queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote >= mf.file_size:
+            mf = queue.last_for_write(0)
         remaining = mf.file_size - mf.wrote
         if total + R.END_FILE_MIN_BLANK_LENGTH > remaining:
             R.SIZE_MAGIC.pack_into(mf.mm, mf.wrote, remaining, R.BLANK_MAGIC)
             mf.wrote = mf.file_size
-            mf = self.queue.last_for_write(0)
-            self.queue.prepare_next()
-        elif not self.queue.next_pending:
-            self.queue.prepare_next()
+            mf = queue.last_for_write(0)
+            queue.prepare_next()
+        elif queue._next is None:
+            queue.prepare_next()
         return mf
 
     def put_message(self, msg: MessageToStore, store_ts: int) -> tuple[PutResult, Appended | None]:
         """Write one message; raises OSError only when no file could be created."""
-        tb = self.topic_bytes(msg.topic)
+        tb = self._topics.get(msg.topic) or self.topic_bytes(msg.topic)
         if tb is None:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="topic length must be 1..127 bytes"), None
         props = msg.properties.encode()

@@ -40,6 +40,8 @@ class StoreConfig:
     flush_disk_type: str = "ASYNC_FLUSH"
     flush_interval_commit_log: int = 500
     flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 60000
     sync_flush_timeout: int = 5000
     max_message_size: int = 4 * 1024 * 1024
     file_reserved_time: int = 72

@@ -125,7 +125,8 @@ class ConsumeQueue:
         """Append the unit for cq_offset unless it is already there (with ext: its ext unit first)."""
         if phys_offset + size <= self.max_physic_offset:
             return
-        mf = self.queue.last
+        files = self.queue.files
+        mf = files[-1] if files else None
         if mf is None or mf.wrote >= self.file_size:
             mf = self._new_file(cq_offset)
         cur = mf.from_offset + mf.wrote

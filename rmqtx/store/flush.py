@@ -6,7 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from twisted.internet import threads
-from twisted.internet.defer import Deferred, succeed
+from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
@@ -16,11 +16,24 @@ if TYPE_CHECKING:
     from .message_store import MessageStore
 
 log = logging.getLogger(__name__)
+_PAGE = 4096
 
 
 def _sync_all(files: list[MappedFile]) -> None:
     for mf in files:
         mf.sync()
+
+
+def _fire(synced: bool, d: Deferred) -> None:
+    d.callback(synced)
+
+
+def _call(waiter: tuple[int, Any, Any], synced: bool) -> None:
+    """Run one waiter; a failing one must not keep the others waiting."""
+    try:
+        waiter[1](synced, waiter[2])
+    except Exception:
+        log.exception("flush waiter failed")
 
 
 class FlushService:
@@ -31,11 +44,13 @@ class FlushService:
         self.reactor: Any = None
         self.sync_count = 0  # commit log sync jobs run (group commit shares one among many puts)
         self.flushed_store_ts = 0
-        self._waiters: deque[tuple[int, Deferred]] = deque()
+        # (offset, fn, arg): fn(synced: bool, arg) once the commit log is synced past offset (or timed out)
+        self._waiters: deque[tuple[int, Any, Any]] = deque()
         self._cl_busy = False
         self._logics_busy = False
         self._kick: Any = None
         self._loops: list[LoopingCall] = []
+        self._last_thorough = float("-inf")  # ms; the first consume queue flush syncs everything
 
     def start(self, reactor: Any) -> None:
         self.reactor = reactor
@@ -90,17 +105,24 @@ class FlushService:
 
     def wait_flushed(self, offset: int) -> Deferred:
         """Fires True once the commit log is synced past offset, False on timeout or sync error."""
+        d: Deferred = Deferred()
+        self.call_when_flushed(offset, _fire, d)
+        return d
+
+    def call_when_flushed(self, offset: int, fn: Any, arg: Any) -> None:
+        """``fn(synced, arg)`` once the commit log is synced past offset (synced False on timeout);
+        the Deferred-free form of :meth:`wait_flushed` for the send path."""
         q = self.store.commitlog.queue
         if offset <= q.flushed_where:
-            return succeed(True)
+            fn(True, arg)
+            return
         if self.reactor is None:  # not started (offline use): sync inline
             self.flush_commit_log_now()
-            return succeed(True)
-        d: Deferred = Deferred()
-        self._waiters.append((offset, d))
+            fn(True, arg)
+            return
+        self._waiters.append((offset, fn, arg))
         if not self._cl_busy and self._kick is None:
             self._kick = self.reactor.callLater(0, self._group_commit)
-        return d
 
     def _group_commit(self) -> None:
         """One sync for every put waiting now; puts arriving meanwhile share the next one."""
@@ -125,11 +147,11 @@ class FlushService:
     def _release_waiters(self) -> None:
         flushed = self.store.commitlog.queue.flushed_where
         while self._waiters and self._waiters[0][0] <= flushed:
-            self._waiters.popleft()[1].callback(True)
+            _call(self._waiters.popleft(), True)
 
     def _timeout(self, covered: int) -> None:
         while self._waiters and self._waiters[0][0] <= covered:
-            self._waiters.popleft()[1].callback(False)
+            _call(self._waiters.popleft(), False)
 
     def flush_commit_log_now(self) -> None:
         """Blocking sync of the whole commit log tail (offline use and shutdown)."""
@@ -142,23 +164,31 @@ class FlushService:
 
     # ---- consume queues, index, checkpoint ----------------------------------------------------
 
-    def _collect_logics(self) -> tuple[list[MappedFile], list[tuple[Any, int]]]:
+    def _collect_logics(self, thorough: bool = True) -> tuple[list[MappedFile], list[tuple[Any, int]]]:
+        """What to sync now: every dirty queue when thorough, else (as Java) only queues with at least
+        flushConsumeQueueLeastPages unsynced pages; the checkpoint's logics time moves on thorough ones."""
         store = self.store
         files: list[MappedFile] = []
         marks = []
-        for cq in store.dirty_cqs:
+        least = 0 if thorough else store.config.flush_consume_queue_least_pages * _PAGE
+        if least:
+            picked = [cq for cq in store.dirty_cqs if cq.queue.max_offset - cq.queue.flushed_where >= least]
+            store.dirty_cqs.difference_update(picked)
+        else:
+            picked = list(store.dirty_cqs)
+            store.dirty_cqs.clear()
+        for cq in picked:
             files.extend(cq.queue.dirty_files())
             marks.append((cq.queue, cq.queue.max_offset))
             if cq.ext is not None:
                 files.extend(cq.ext.queue.dirty_files())
                 marks.append((cq.ext.queue, cq.ext.queue.max_offset))
-        store.dirty_cqs.clear()
         files.extend(store.index.take_dirty())
         ckpt = store.checkpoint
         assert ckpt is not None
         if self.flushed_store_ts:
             ckpt.physic_ts = self.flushed_store_ts
-        if store.dispatched_ts:
+        if store.dispatched_ts and thorough:
             ckpt.logics_ts = store.dispatched_ts
         if store.index.files:
             ckpt.index_ts = store.index.files[-1].end_ts or ckpt.index_ts
@@ -177,7 +207,11 @@ class FlushService:
     def _logics_tick(self) -> None:
         if self._logics_busy:
             return
-        files, marks = self._collect_logics()
+        now = self.reactor.seconds() * 1000
+        thorough = now >= self._last_thorough + self.store.config.flush_consume_queue_thorough_interval
+        if thorough:
+            self._last_thorough = now
+        files, marks = self._collect_logics(thorough)
         self._logics_busy = True
 
         def done(result: Any) -> None:
@@ -195,4 +229,4 @@ class FlushService:
         self._sync_logics(files, self.store.checkpoint)
         self._mark(marks)
         while self._waiters:
-            self._waiters.popleft()[1].callback(True)
+            _call(self._waiters.popleft(), True)

@@ -239,7 +239,9 @@ class IndexService:
         """Index one record under topic#UNIQ_KEY and topic#KEY (raises OSError if no file can be made)."""
         if (sys_flag & R.TRANSACTION_MASK) == R.TRANSACTION_ROLLBACK:
             return
-        f = self._writable()
+        f = self.files[-1] if self.files else None
+        if f is None or f.index_count >= self.index_num or (self._spare is None and f.index_count * 2 > self.index_num):
+            f = self._writable()
         if phy < f.end_phy:
             return
         prefix = topic + "#"

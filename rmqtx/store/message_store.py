@@ -38,6 +38,13 @@ CqFilter = Callable[["int | None", "ExtUnit | None"], bool]
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+def _flushed(synced: bool, waiting: tuple) -> None:
+    res, fn, arg = waiting
+    if not synced:
+        res.status = PutStatus.FLUSH_DISK_TIMEOUT
+    fn(res, arg)
+
+
 class StoreLockedError(StoreError):
     """Another store instance holds the directory's lock file."""
 
@@ -78,6 +85,8 @@ class MessageStore:
         self._running = False
         self._sync = config.sync_flush
         self._slave = config.is_slave
+        #: SYNC_FLUSH: a put is acknowledged only once :meth:`await_flush` / :meth:`call_when_flushed` says so
+        self.sync_flush = config.sync_flush
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
         self._bitmap_calc: BitmapCalculator | None = None
@@ -186,23 +195,37 @@ class MessageStore:
 
     def put_message(self, msg: MessageToStore) -> Deferred:
         """Write and dispatch now; the Deferred fires at once (async flush) or after the group sync."""
-        res = self._refuse()
-        if res is None:
-            try:
-                cq = self.consume_queues.get((msg.topic, msg.queue_id))
-                if cq is None or cq.needs_file or (msg.sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE:
-                    cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
-                res, app = self.commitlog.put_message(msg, int(self.clock() * 1000))
-            except OSError as e:
-                log.error("put failed: %s", e)
-                return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
-            if app is not None:
-                self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code)
-                if self._listeners and cq is not None:
-                    self._notify(msg.topic, msg.queue_id, cq.max_offset)
-                if self._sync:
-                    return self._await_flush(res)
+        res = self.append_message(msg)
+        if self._sync and res.status is PutStatus.PUT_OK:
+            return self._await_flush(res)
         return succeed(res)
+
+    def append_message(self, msg: MessageToStore, props: dict[str, str] | None = None) -> PutResult:
+        """Write and dispatch one message without a Deferred (the broker's send path).
+
+        Under SYNC_FLUSH a PUT_OK result is not durable yet: wait for :meth:`await_flush`.
+        ``props`` is the parsed ``msg.properties`` when the caller has it, to skip a re-parse.
+        """
+        if not self._running or self.disk_full:
+            return self._refuse()  # type: ignore[return-value]
+        try:
+            cq = self.consume_queues.get((msg.topic, msg.queue_id))
+            if cq is None or cq.needs_file or (msg.sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE:
+                cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
+            res, app = self.commitlog.put_message(msg, int(self.clock() * 1000))
+        except OSError as e:
+            log.error("put failed: %s", e)
+            return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
+        if app is not None:
+            self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
+            if self._listeners and cq is not None:
+                new_max = cq.max_offset
+                for fn in self._listeners:
+                    try:
+                        fn(msg.topic, msg.queue_id, new_max)
+                    except Exception:
+                        log.exception("arrival listener failed")
+        return res
 
     def put_messages(self, batch: BatchToStore) -> Deferred:
         """Write a client batch as consecutive records; one result for all (comma-joined ids)."""
@@ -222,6 +245,15 @@ class MessageStore:
                 if self._sync:
                     return self._await_flush(res)
         return succeed(res)
+
+    def await_flush(self, res: PutResult) -> Deferred:
+        """Fires with ``res`` once its bytes are synced (FLUSH_DISK_TIMEOUT if that takes too long)."""
+        return self._await_flush(res)
+
+    def call_when_flushed(self, res: PutResult, fn: Callable[[PutResult, object], None], arg: object) -> None:
+        """``fn(res, arg)`` once res's bytes are synced (status FLUSH_DISK_TIMEOUT if that took too
+        long): :meth:`await_flush` without a Deferred per message."""
+        self.flush.call_when_flushed(res.wrote_offset + res.wrote_bytes, _flushed, (res, fn, arg))
 
     def _await_flush(self, res: PutResult) -> Deferred:
         def done(ok: bool) -> PutResult:
@@ -243,12 +275,17 @@ class MessageStore:
         return R.tags_hash(tags) if tags else 0
 
     def _dispatch(self, topic: str, cq: ConsumeQueue | None, store_ts: int, sys_flag: int, app: Appended,
-                  tags_code: int | None) -> None:
+                  tags_code: int | None, props: dict[str, str] | None = None) -> None:
         """Build the consume queue unit (cq is None for records that get none) and index entries."""
-        props = _props(app.properties)
+        if props is None or (cq is not None and cq.ext is not None):
+            props = _props(app.properties)  # the bit map sees exactly what was stored
         if cq is not None:
             if tags_code is None:
-                tags_code = self.tags_code(topic, props, store_ts)
+                if topic == R.SCHEDULE_TOPIC:
+                    tags_code = self.tags_code(topic, props, store_ts)
+                else:
+                    tags = props.get(R.PROP_TAGS)
+                    tags_code = R.tags_hash(tags) if tags else 0
             if cq.ext is None:
                 cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
             else:

@@ -12,6 +12,7 @@ from functools import lru_cache
 from operator import mul
 from typing import Iterator, NamedTuple
 
+from rmqtx.accel import accel
 from rmqtx.common.javacompat import _POW31  # index_key_hash2 reuses the table
 from rmqtx.common.javacompat import java_string_hash as java_hash
 from rmqtx.common.message import parse_properties as parse_properties  # re-exported for the store tools and readers
@@ -165,6 +166,11 @@ def write_record(
     buf[e + 2:e + 2 + len(props)] = props
 
 
+write_record_py = write_record
+if accel is not None:
+    write_record = accel.write_record  # noqa: F811
+
+
 def encode_record(
     sys_flag: int, queue_id: int, flag: int, queue_offset: int, physical_offset: int,
     born_timestamp: int, born_host: tuple[str, int], store_timestamp: int,
@@ -258,6 +264,11 @@ def index_key_hash2(prefix: str, key: str) -> int:
     if h & 0x80000000:
         h = (1 << 32) - h
     return 0 if h > 0x7FFFFFFF else h
+
+
+index_key_hash2_py = index_key_hash2
+if accel is not None:
+    index_key_hash2 = accel.index_key_hash2  # noqa: F811
 
 
 _MSGID_V4 = struct.Struct(">4siq")

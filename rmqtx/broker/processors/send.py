@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.ha.role import disk_util, wait_for_replica
+from rmqtx.broker.ha.role import disk_util, replica_awaited, wait_for_replica
 from rmqtx.broker.topics import (
     DLQ_PREFIX,
     PERM_READ,
@@ -19,12 +19,13 @@ from rmqtx.broker.topics import (
 )
 from rmqtx.common.message import (
     PROPERTY_CLUSTER,
+    PROPERTY_DELAY,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_WAIT,
     parse_properties,
     properties_to_string,
 )
-from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.codes import RESPONSE_FLAG, RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
 from rmqtx.remoting.protocol import RemotingProtocol
@@ -56,10 +57,10 @@ _PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
 
 #: Stored messages: the answer carries msgId/queue/offset with these codes (Java's sendOK cases).
 _STORED_CODES = {
-    PutStatus.PUT_OK: ResponseCode.SUCCESS,
-    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
-    PutStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
-    PutStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+    PutStatus.PUT_OK: int(ResponseCode.SUCCESS),
+    PutStatus.FLUSH_DISK_TIMEOUT: int(ResponseCode.FLUSH_DISK_TIMEOUT),
+    PutStatus.FLUSH_SLAVE_TIMEOUT: int(ResponseCode.FLUSH_SLAVE_TIMEOUT),
+    PutStatus.SLAVE_NOT_AVAILABLE: int(ResponseCode.SLAVE_NOT_AVAILABLE),
 }
 _NOT_AVAILABLE = (
     "service not available now. It may be caused by one of the following reasons: the broker's disk is full [{}], "
@@ -70,6 +71,7 @@ _NOT_AVAILABLE = (
 class SendProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
+        self._checked: dict[str, object] = {}  # topic -> its TopicConfig when it last passed _check
 
     def table(self) -> dict:
         return {
@@ -123,12 +125,19 @@ class SendProcessor:
 
     # -- processing -------------------------------------------------------------------------
     def process(self, request: RemotingCommand, conn: RemotingProtocol):
-        header = self._header(request)
-        tc, error = self._check(request, header, conn)
-        if error is not None:
-            return error
-        queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
+        header = send_header_from_v2(request.ext_fields) if request.code == _SEND_V2 else self._header(request)
         topic = header.topic
+        tc = self._checked.get(topic)
+        # a topic that passed every check before, still the same config object and writable
+        if tc is None or tc is not self.ctx.topics.table.get(topic) or header.queueId >= tc.writeQueueNums or not (
+            tc.perm & PERM_WRITE and self.ctx.config.brokerPermission & PERM_WRITE
+        ):
+            tc, error = self._check(request, header, conn)
+            if error is not None:
+                return error
+            if len(self._checked) < 10000:
+                self._checked[topic] = tc
+        queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
         if topic.startswith(RETRY_PREFIX):
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
         props = parse_properties(header.properties)
@@ -147,13 +156,14 @@ class SendProcessor:
             topic, queue_id = self.ctx.transactions.prepare(topic, queue_id, props)
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
         elif not is_batch:
-            topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
+            if PROPERTY_DELAY in props:
+                topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
             if topic != SCHEDULE_TOPIC:
                 props.pop(PROPERTY_WAIT, None)  # stored without WAIT; halves and delayed copies keep it, as in Java
-        peer = conn.transport.getPeer()
-        born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
+        born_host = conn.attributes.get(_BORN_HOST) or _born_host(conn)
+        store = self.ctx.store
         if is_batch:
-            d = self.ctx.store.put_messages(
+            d = store.put_messages(
                 BatchToStore(
                     topic=topic,
                     queue_id=queue_id,
@@ -165,23 +175,33 @@ class SendProcessor:
                     properties=properties_to_string(props),
                 )
             )
-        else:
-            d = self.ctx.store.put_message(
-                MessageToStore(
-                    topic=topic,
-                    queue_id=queue_id,
-                    flag=header.flag,
-                    body=request.body,
-                    properties=properties_to_string(props),
-                    sys_flag=sys_flag,
-                    born_timestamp=header.bornTimestamp,
-                    born_host=born_host,
-                    store_host=self.ctx.store_host,
-                    reconsume_times=header.reconsumeTimes or 0,
-                )
-            )
-        d = wait_for_replica(self.ctx, d, header.properties or "")
-        return d.addCallback(self._answer, request, reply_queue)
+            d = wait_for_replica(self.ctx, d, header.properties or "")
+            return d.addCallback(self._answer, request, reply_queue)
+        msg = MessageToStore(
+            topic,
+            queue_id,
+            header.flag,
+            request.body,
+            properties_to_string(props),
+            sys_flag,
+            header.bornTimestamp,
+            born_host,
+            self.ctx.store_host,
+            header.reconsumeTimes or 0,
+        )
+        if replica_awaited(self.ctx):  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
+            d = wait_for_replica(self.ctx, store.put_message(msg), header.properties or "")
+            return d.addCallback(self._answer, request, reply_queue)
+        result = store.append_message(msg, props)
+        if store.sync_flush and result.status is PutStatus.PUT_OK:
+            # acknowledged only once durable: the answer is written when the group commit covers it
+            store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue))
+            return None
+        return self._answer(result, request, reply_queue)
+
+    def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
+        request, conn, queue_id = waiting
+        conn.answer(request, self._answer(result, request, queue_id))
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
         """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
@@ -197,16 +217,44 @@ class SendProcessor:
         return dlq, 0
 
     def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
-        code = _STORED_CODES.get(result.status)
+        status = result.status
+        code = _STORED_CODES.get(status)
         if code is not None:
-            response = request.make_response(code)
-            header = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
-            extra = {"MSG_REGION": self.ctx.config.regionId, "TRACE_ON": "true" if self.ctx.config.traceOn else "false"}
-            return header.apply_to(response, extra)
-        code, remark = _PUT_ERRORS.get(result.status, (ResponseCode.SYSTEM_ERROR, result.status.name))
-        if result.status is PutStatus.SERVICE_NOT_AVAILABLE and not result.remark:  # e.g. a send to a slave
+            cfg = self.ctx.config
+            # SendMessageResponseHeader's fields plus the two Java adds with addExtField
+            fields = {
+                "MSG_REGION": cfg.regionId,
+                "TRACE_ON": "true" if cfg.traceOn else "false",
+                "msgId": result.msg_id,
+                "queueId": str(queue_id),
+                "queueOffset": str(result.queue_offset),
+            }
+            return RemotingCommand(
+                code,
+                ext_fields=fields,
+                opaque=request.opaque,
+                flag=RESPONSE_FLAG,
+                serialize_type=request.serialize_type,
+                fast_keys=_RESPONSE_FAST_KEYS,
+            )
+        code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
+        if status is PutStatus.SERVICE_NOT_AVAILABLE and not result.remark:  # e.g. a send to a slave
             store = self.ctx.store
             remark = _NOT_AVAILABLE.format(disk_util(store.root, store.config.commit_log_dir))
         return request.make_response(code, result.remark or remark)
+
+
+def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
+    """The sender's address, looked up once per connection."""
+    born = conn.attributes.get(_BORN_HOST)
+    if born is None:
+        peer = conn.transport.getPeer()
+        born = conn.attributes[_BORN_HOST] = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
+    return born  # type: ignore[return-value]
+
+
+_BORN_HOST = "send.born_host"
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
 
 __all__ = ["SendProcessor"]
