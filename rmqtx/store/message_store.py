@@ -206,7 +206,7 @@ class MessageStore:
         Under SYNC_FLUSH a PUT_OK result is not durable yet: wait for :meth:`await_flush`.
         ``props`` is the parsed ``msg.properties`` when the caller has it, to skip a re-parse.
         """
-        if not self._running or self.disk_full:
+        if not self._running or self._slave or self.disk_full:
             return self._refuse()  # type: ignore[return-value]
         try:
             cq = self.consume_queues.get((msg.topic, msg.queue_id))
