@@ -86,12 +86,14 @@ QUEUES = 8
 GROUP = "benchmark_consumer"
 MSG_SIZE = 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+KEEP = False  # --keep: leave each run's temp dir (logs, store) for a look
 
 G1 = ["-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
       "-XX:InitiatingHeapOccupancyPercent=30", "-XX:SoftRefLRUPolicyMSPerMB=0"]
 NAMESRV_OPTS = ["-server", "-Xms512m", "-Xmx512m", "-XX:MetaspaceSize=128m", "-XX:MaxMetaspaceSize=320m", *G1,
                 "-XX:-OmitStackTraceInFastThrow", "-XX:-UseLargePages"]
-BROKER_OPTS = ["-server", "-Xms2g", "-Xmx2g", *G1, "-XX:-OmitStackTraceInFastThrow",
+BROKER_HEAP = "2g"  # --broker-heap
+BROKER_OPTS = ["-server", *G1, "-XX:-OmitStackTraceInFastThrow",
                "-XX:MaxDirectMemorySize=4g", "-XX:-UseLargePages"]
 CLIENT_OPTS = ["-server", "-Xms1g", "-Xmx1g", "-Xmn256m", "-XX:-OmitStackTraceInFastThrow",
                "-XX:-UseLargePages", "-XX:+PerfDisableSharedMem"]
@@ -341,7 +343,8 @@ def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
                                *common, "-cp", cps["namesrv"], "org.apache.rocketmq.namesrv.NamesrvStartup",
                                "-c", str(ns_conf)], logs / "namesrv.out", env=env))
     wait_until(lambda: accepts(server.namesrv), 60, "java namesrv start", server.procs)
-    server.procs.append(spawn([java_bin(), *BROKER_OPTS, f"-Xlog:gc*:file={logs / 'broker_gc.log'}:time,tags",
+    heap = [f"-Xms{BROKER_HEAP}", f"-Xmx{BROKER_HEAP}"]
+    server.procs.append(spawn([java_bin(), *heap, *BROKER_OPTS, f"-Xlog:gc*:file={logs / 'broker_gc.log'}:time,tags",
                                *common, "-cp", cps["broker"], "org.apache.rocketmq.broker.BrokerStartup",
                                "-c", str(br_conf)], logs / "broker.out", env=env))
     server.wait_ready(t0)
@@ -511,7 +514,10 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         stop(consumer)
         if server is not None:
             server.close()
-        subprocess.run(["rm", "-rf", str(tmp)], check=False)
+        if KEEP:
+            log(f"  kept {tmp}")
+        else:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
 
 
 # ---------------------------------------------------------------- report
@@ -519,6 +525,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
 METRICS = [  # key, label, format
     ("send_tps", "send TPS (Apache Producer, mean of 9-s windows after the first)", "{:,.0f}"),
     ("avg_rt_ms", "send average RT, ms", "{:.2f}"),
+    ("send_failed", "send failures (Apache Producer's count)", "{:.0f}"),
     ("max_rt_ms", "send max RT since start, ms", "{:.0f}"),
     ("drain_tps", "consume TPS (backlog drain, broker offsets)", "{:,.0f}"),
     ("apache_consume_tps", "consume TPS (Apache Consumer, best 9-s window)", "{:,.0f}"),
@@ -543,13 +550,14 @@ def table(results: list[dict], plan: list[tuple[str, int]]) -> str:
             ours = median([r[key] for r in cell if r["impl"] == "rmqtx"])
             marks = {impl: "≥" if key == "apache_consume_tps" and any(
                 r["apache_lower_bound"] for r in cell if r["impl"] == impl) else "" for impl in ("java", "rmqtx")}
-            ratio = ours / java if java and java == java and ours == ours else float("nan")
+            ratio = f"{ours / java:.2f}" if java and java == java and ours == ours else "–"
             lines.append(f"| {flush} | {threads} | {label} | {marks['java']}{fmt.format(java)} | "
-                         f"{marks['rmqtx']}{fmt.format(ours)} | {ratio:.2f} |")
+                         f"{marks['rmqtx']}{fmt.format(ours)} | {ratio} |")
     return "\n".join(lines)
 
 
 def main() -> None:
+    global KEEP, BROKER_HEAP
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="ASYNC_FLUSH, 64 threads, 21 s sends: ~2.5 min")
     parser.add_argument("--threads", help="producer (and consumer) thread counts, default 8,64")
@@ -557,6 +565,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="producer run per cell, default 41 (21 with --quick)")
     parser.add_argument("--consume-seconds", type=float, default=60, help="cap of the consumer run per cell")
     parser.add_argument("--repeat", type=int, default=1, help="repeat every cell, alternating who goes first")
+    parser.add_argument("--broker-heap", default=BROKER_HEAP, help="Java broker -Xms/-Xmx, default 2g")
+    parser.add_argument("--keep", action="store_true", help="keep each run's temp dir (server logs, store)")
     parser.add_argument("--only", choices=["java", "rmqtx"], help="run one side only (no ratios)")
     args = parser.parse_args()
     threads = [int(t) for t in (args.threads or ("64" if args.quick else "8,64")).split(",")]
@@ -567,6 +577,7 @@ def main() -> None:
     for flush in flushes:
         if flush not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
             parser.error(f"unknown flush mode {flush}")
+    KEEP, BROKER_HEAP = args.keep, args.broker_heap
     signal.signal(signal.SIGTERM, _on_sigterm)
     load = os.getloadavg()
     began = time.time()
@@ -596,7 +607,7 @@ def main() -> None:
           f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; load average at start "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, at end {end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}; "
           f"{java_version}; Python {platform.python_version()}; {len(results)} runs in {(time.time() - began) / 60:.1f} min, "
-          f"{send_s:.0f} s of sends each, 1 KB messages, {QUEUES} queues.  ")
+          f"{send_s:.0f} s of sends each, 1 KB messages, {QUEUES} queues; Java broker heap {BROKER_HEAP}.  ")
     print("Medians over repeats; ≥: Apache's Consumer drained the whole backlog inside one 9-s window.\n")
     print(table(results, plan))
 
