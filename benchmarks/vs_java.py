@@ -5,8 +5,8 @@
 
 Prints one Markdown table of rmqtx/Java ratios measured in the same minutes on the same machine
 (it is shared and noisy: read the ratios, not the absolute figures). ``--quick`` is ASYNC_FLUSH with
-64 threads only, one repeat, about 2.5 minutes; the default (both flush modes, 8 and 64 threads)
-takes about 12 minutes.
+64 threads only, one repeat, about 2 minutes; the default (both flush modes, 8 and 64 threads)
+takes about 10 minutes per repeat.
 
 What it does, per (flush mode, producer threads) and server, Java and rmqtx taking turns (never both
 at once; the order flips every cell and every repeat, so drift hits both):
@@ -41,7 +41,8 @@ JVM options: Apache's ``runserver.sh``/``runbroker.sh`` (G1 on Java 9+: ``-XX:+U
 -XX:-UseLargePages``) with the sizes scaled to a 2-core 24 GiB machine that other jobs share:
 NameServer ``-Xms512m -Xmx512m`` (Apache: 4g), Broker ``-Xms2g -Xmx2g -XX:MaxDirectMemorySize=4g``
 (Apache: 8g heap, 15g direct). A broker keeps messages in mapped files, not on the heap: 2 GiB holds
-far more than 64 producers ever have in flight. ``-XX:+AlwaysPreTouch`` is left out: it would commit
+far more than 64 producers ever have in flight. Java's RssAnon follows the heap given (G1 fills
+its young generation before collecting: ~1.6 GB with 2g); ``--broker-heap`` shows the effect. ``-XX:+AlwaysPreTouch`` is left out: it would commit
 the whole heap at start, inflating Java's RSS and start-up time, so leaving it out can only favour
 Java. ``-XX:-UseBiasedLocking`` is left out as Java 17 disables biased locking anyway. No debug
 flags. The benchmark clients run as Apache's ``runclass.sh`` does (``-Xms1g -Xmx1g -Xmn256m``, the
