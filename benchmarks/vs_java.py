@@ -121,6 +121,7 @@ def spawn(cmd: list[str], out: Path, **kw) -> subprocess.Popen:
     with open(out, "ab") as fh:
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True, **kw)
+    proc.out_path = out  # for the error message if it dies
     _procs.append(proc)
     return proc
 
@@ -253,15 +254,18 @@ def port_free(port: int) -> bool:
             return False
 
 
-def free_port(gap_below: int = 0) -> int:
-    """A free port; with ``gap_below``, one whose port-N is free too (Java's broker also binds listenPort-2)."""
+def free_port(taken: set[int], gap_below: int = 0) -> int:
+    """A free port not in ``taken`` (then added to it); with ``gap_below``, one whose port-N is free and
+    not taken too (Java's broker also binds listenPort-2)."""
     for _ in range(200):
         with socket.socket() as sock:
             sock.bind(("0.0.0.0", 0))
             port = sock.getsockname()[1]
-        if port - gap_below > 1024 and (not gap_below or port_free(port - gap_below)):
+        pair = {port, port - gap_below}
+        if port - gap_below > 1024 and not pair & taken and (not gap_below or port_free(port - gap_below)):
+            taken |= pair
             return port
-    raise RuntimeError("no free port pair found")
+    raise RuntimeError("no free port found")
 
 
 def accepts(addr: str) -> bool:
@@ -278,7 +282,8 @@ def wait_until(pred, timeout: float, what: str, procs: list[subprocess.Popen], s
     while time.monotonic() < deadline:
         for proc in procs:
             if proc.poll() is not None:
-                raise RuntimeError(f"{what}: process {proc.args[-3:]} exited with {proc.returncode}")
+                tail = Path(proc.out_path).read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"{what}: process {proc.args[-3:]} exited with {proc.returncode}:\n{tail}")
         try:
             if pred():
                 return
@@ -328,13 +333,15 @@ def write_props(path: Path, props: dict[str, str]) -> Path:
 
 
 def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
+    tmp.mkdir(parents=True, exist_ok=True)
     home = tmp / "rocketmq-home"
     (home / "conf").mkdir(parents=True)
     logs = tmp / "logs"
     logs.mkdir()
     for who in ("namesrv", "broker"):
         (home / "conf" / f"logback_{who}.xml").write_text(LOGBACK.format(log=logs / f"{who}.log"))
-    ns_port, br_port, ha_port = free_port(), free_port(gap_below=2), free_port()
+    taken: set[int] = set()
+    ns_port, br_port, ha_port = free_port(taken), free_port(taken, gap_below=2), free_port(taken)
     server = Server("java", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
     env = {**os.environ, "ROCKETMQ_HOME": str(home)}
     common = [f"-Duser.home={tmp / 'home'}", f"-Drocketmq.home.dir={home}"]
@@ -356,7 +363,9 @@ def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
 
 
 def start_rmqtx(flush: str, tmp: Path) -> Server:
-    ns_port, br_port = free_port(), free_port()
+    tmp.mkdir(parents=True, exist_ok=True)
+    taken: set[int] = set()
+    ns_port, br_port = free_port(taken), free_port(taken)
     server = Server("rmqtx", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
     conf = broker_conf(flush, server.namesrv, br_port, tmp / "store")
     for key in ("namesrvAddr", "listenPort", "storePathRootDir", "storePathCommitLog"):
@@ -484,7 +493,17 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
     producer = consumer = None
     sampler = None
     try:
-        server = start_java(cps, flush, tmp) if impl == "java" else start_rmqtx(flush, tmp)
+        for attempt in (1, 2):  # a port another job took between our check and the bind: once more, new ports
+            try:
+                server = start_java(cps, flush, tmp / "s") if impl == "java" else start_rmqtx(flush, tmp / "s")
+                break
+            except RuntimeError as exc:
+                log(f"  {impl} did not start (attempt {attempt}): {exc}")
+                for proc in list(_procs):
+                    stop(proc)
+                subprocess.run(["rm", "-rf", str(tmp / "s")], check=False)
+                if attempt == 2:
+                    raise
         sampler = RssPeak(server.pids())
         sampler.start()
         create_topic(server)
