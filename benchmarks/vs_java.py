@@ -1,0 +1,681 @@
+"""rmqtx against the real Apache RocketMQ 4.9.8 NameServer+Broker, driven by Apache's own benchmark tools.
+
+    python benchmarks/vs_java.py [--quick] [--threads 8,64] [--flush ASYNC_FLUSH,SYNC_FLUSH]
+                                 [--seconds N] [--consume-seconds N] [--repeat N]
+
+Prints one Markdown table of rmqtx/Java ratios measured in the same minutes on the same machine
+(it is shared and noisy: read the ratios, not the absolute figures). ``--quick`` is ASYNC_FLUSH with
+64 threads only, one repeat, about 2 minutes; the default (both flush modes, 8 and 64 threads)
+takes about 10 minutes per repeat.
+
+What it does, per (flush mode, producer threads) and server, Java and rmqtx taking turns (never both
+at once; the order flips every cell and every repeat, so drift hits both):
+
+1. a fresh server on a fresh temp store and free ports: the Java NameServer then Broker
+   (``NamesrvStartup``/``BrokerStartup``), or ``twistd rmqstandalone`` (both in one process);
+   start-to-listening is from the first process start until the broker port accepts and the
+   NameServer serves the route of ``TBW102`` (so the broker has registered);
+2. topic ``VsJavaBench`` created with 8 queues, as ``mqadmin updateTopic`` does;
+3. ``org.apache.rocketmq.example.benchmark.Producer -w THREADS -s 1024`` for ``--seconds`` of its
+   own run (stopped after its ``seconds/10``-th report, however slowly its JVM started).
+   It prints every 10 s the TPS and average RT of the last ~9 s and the max RT since it started;
+   the first line (JVM and connection warm-up) is dropped and the others averaged;
+4. ``...benchmark.Consumer -w THREADS`` drains that backlog (a new group starts at offset 0 on a
+   fresh store). Consume TPS is measured on the broker's side: its committed offsets for the group
+   (the push consumer commits with every pull) are polled every 0.05 s and the drain rate taken
+   between 10% and 90% of the smaller backlog of the two sides (the same messages for both: a longer
+   drain ramps up to a higher rate; this also leaves out the consumer's start and the tail, which
+   the client commits only every 5 s). Apache's own printout (best 9-s window) is shown
+   too; it understates a backlog drained in less than one window;
+5. meanwhile the server processes' RssAnon (/proc/PID/status) is sampled every 0.1 s for its peak,
+   and their CPU time (/proc/PID/stat utime+stime) over the producer phase is divided by the
+   messages stored (sum of the queues' max offsets): CPU per message hardly depends on how busy the
+   machine is. For Java both JVMs are counted, as rmqtx's one process does both jobs (the
+   NameServer's share is small: it idles at ~1% CPU and ~60 MB).
+
+Same broker settings on both sides: brokerName, cluster, flushDiskType, 1 GiB commit log files
+(Java's default), 8 queues; everything else at its default.
+
+JVM options: Apache's ``runserver.sh``/``runbroker.sh`` (G1 on Java 9+: ``-XX:+UseG1GC
+-XX:G1HeapRegionSize=16m -XX:G1ReservePercent=25 -XX:InitiatingHeapOccupancyPercent=30
+-XX:SoftRefLRUPolicyMSPerMB=0``, GC log to a file, ``-XX:-OmitStackTraceInFastThrow
+-XX:-UseLargePages``) with the sizes scaled to a 2-core 24 GiB machine that other jobs share:
+NameServer ``-Xms512m -Xmx512m`` (Apache: 4g), Broker ``-Xms2g -Xmx2g -XX:MaxDirectMemorySize=4g``
+(Apache: 8g heap, 15g direct). A broker keeps messages in mapped files, not on the heap: 2 GiB holds
+far more than 64 producers ever have in flight. Java's RssAnon follows the heap given (G1 fills
+its young generation before collecting: ~1.6 GB with 2g); ``--broker-heap`` shows the effect. ``-XX:+AlwaysPreTouch`` is left out: it would commit
+the whole heap at start, inflating Java's RSS and start-up time, so leaving it out can only favour
+Java. ``-XX:-UseBiasedLocking`` is left out as Java 17 disables biased locking anyway. No debug
+flags. The benchmark clients run as Apache's ``runclass.sh`` does (``-Xms1g -Xmx1g -Xmn256m``, the
+Producer with ``-Dorg.apache.rocketmq.client.sendSmartMsg=true``), ``user.home`` in the temp dir.
+
+The Java side is Apache's 4.9.8 source release (``rocketmq-all-4.9.8-source-release.zip``, on Maven
+Central, declared in ``benchmarks/java/pom.xml``) built once with Maven into a cache
+(``$RMQTX_BENCH_CACHE``, default ``~/.cache/rmqtx-bench``; ~2 min the first time): the 4.9.8 broker,
+NameServer and example jars are not published on Maven Central (only 4.9.7's broker is).
+Needs Java 8+ and Maven (``scripts/ensure-java.sh`` installs a JRE).
+The Java broker binds all interfaces: 4.9.8 has no bind-address setting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rmqtx.remoting.codes import RequestCode, ResponseCode  # noqa: E402
+from rmqtx.remoting.command import RemotingCommand  # noqa: E402
+from rmqtx.remoting.serializer import decode_frame_payload, encode_frame  # noqa: E402
+
+VERSION = "4.9.8"
+POM = REPO / "benchmarks" / "java" / "pom.xml"
+TOPIC = "VsJavaBench"  # not "BenchmarkTest": 4.9.8 brokers reserve it (1024 queues, system topic)
+QUEUES = 8
+GROUP = "benchmark_consumer"
+MSG_SIZE = 1024
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+KEEP = False  # --keep: leave each run's temp dir (logs, store) for a look
+
+G1 = ["-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
+      "-XX:InitiatingHeapOccupancyPercent=30", "-XX:SoftRefLRUPolicyMSPerMB=0"]
+NAMESRV_OPTS = ["-server", "-Xms512m", "-Xmx512m", "-XX:MetaspaceSize=128m", "-XX:MaxMetaspaceSize=320m", *G1,
+                "-XX:-OmitStackTraceInFastThrow", "-XX:-UseLargePages"]
+BROKER_HEAP = "2g"  # --broker-heap
+BROKER_OPTS = ["-server", *G1, "-XX:-OmitStackTraceInFastThrow",
+               "-XX:MaxDirectMemorySize=4g", "-XX:-UseLargePages"]
+CLIENT_OPTS = ["-server", "-Xms1g", "-Xmx1g", "-Xmn256m", "-XX:-OmitStackTraceInFastThrow",
+               "-XX:-UseLargePages", "-XX:+PerfDisableSharedMem"]
+MVN_BUILD_FLAGS = ["-q", "-B", "-Dmaven.compiler.source=1.8", "-Dmaven.compiler.target=1.8", "-DskipTests",
+                   "-Dmaven.test.skip=true", "-Dcheckstyle.skip", "-Drat.skip", "-Djacoco.skip", "-Dspotbugs.skip",
+                   "-Denforcer.skip", "-Dmaven.javadoc.skip", "-Dmaven.source.skip"]
+DEP_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- processes we own, killed on any exit
+
+_procs: list[subprocess.Popen] = []
+
+
+def spawn(cmd: list[str], out: Path, **kw) -> subprocess.Popen:
+    """Start in its own process group (so its children die with it), output to a file."""
+    with open(out, "ab") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, **kw)
+    proc.out_path = out  # for the error message if it dies
+    _procs.append(proc)
+    return proc
+
+
+def stop(proc: subprocess.Popen | None, grace: float = 15.0) -> None:
+    """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
+    if proc is None:
+        return
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            break
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            continue
+    try:  # leftovers of the group (the group id is the leader's pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc in _procs:
+        _procs.remove(proc)
+
+
+def stop_all() -> None:
+    for proc in list(_procs):
+        stop(proc, grace=5.0)
+
+
+def _on_sigterm(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+# ---------------------------------------------------------------- the Java side, built once with Maven
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("RMQTX_BENCH_CACHE", Path.home() / ".cache" / "rmqtx-bench")) / f"rocketmq-{VERSION}"
+
+
+def java_classpaths() -> dict[str, str]:
+    """Classpaths of the 4.9.8 broker, NameServer and example module, built from the source release."""
+    cache = cache_dir()
+    index = cache / "classpaths.json"
+    if index.exists():
+        cps = json.loads(index.read_text())
+        if all(Path(p).exists() for cp in cps.values() for p in cp.split(os.pathsep)):
+            return cps
+    cache.mkdir(parents=True, exist_ok=True)
+    src = cache / f"rocketmq-all-{VERSION}"
+    if not (src / "pom.xml").exists():
+        log(f"fetching rocketmq-all-{VERSION}-source-release.zip with Maven")
+        subprocess.run(["mvn", "-q", "-B", "-f", str(POM), f"{DEP_PLUGIN}:unpack-dependencies", "-DincludeTypes=zip",
+                        f"-DoutputDirectory={cache}"], check=True)
+    log(f"building the {VERSION} broker, NameServer and example jars (once, ~2 min)")
+    subprocess.run(["mvn", *MVN_BUILD_FLAGS, "-f", str(src / "pom.xml"), "-pl", "broker,namesrv,example", "-am",
+                    "package", f"{DEP_PLUGIN}:build-classpath", "-Dmdep.outputFile=runtime-classpath.txt",
+                    "-Dmdep.includeScope=runtime"], check=True)
+    cps = {}
+    for module in ("namesrv", "broker", "example"):
+        deps = (src / module / "runtime-classpath.txt").read_text().strip()
+        cps[module] = os.pathsep.join([str(src / module / "target" / f"rocketmq-{module}-{VERSION}.jar"), deps])
+    index.write_text(json.dumps(cps, indent=1))
+    return cps
+
+
+def java_bin() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
+<configuration>
+  <appender name="file" class="ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d %p %t - %m%n</pattern></encoder>
+  </appender>
+  <appender name="async" class="ch.qos.logback.classic.AsyncAppender">
+    <appender-ref ref="file"/>
+    <discardingThreshold>0</discardingThreshold>
+  </appender>
+  <root level="INFO"><appender-ref ref="async"/></root>
+</configuration>
+"""
+
+
+# ---------------------------------------------------------------- talking to either server
+
+class Conn:
+    """One blocking RocketMQ remoting connection: requests one at a time (fine for polling)."""
+
+    def __init__(self, addr: str, timeout: float = 5.0) -> None:
+        host, port = addr.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+
+    def call(self, code: int, fields: dict) -> RemotingCommand:
+        self.sock.sendall(encode_frame(RemotingCommand.request(code, fields)))
+        size = int.from_bytes(self._read(4), "big")
+        return decode_frame_payload(self._read(size))
+
+    def _read(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("connection closed")
+            buf += chunk
+        return bytes(buf)
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def call_once(addr: str, code: int, fields: dict, timeout: float = 2.0) -> RemotingCommand:
+    conn = Conn(addr, timeout)
+    try:
+        return conn.call(code, fields)
+    finally:
+        conn.close()
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("0.0.0.0", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_port(taken: set[int], gap_below: int = 0) -> int:
+    """A free port not in ``taken`` (then added to it); with ``gap_below``, one whose port-N is free and
+    not taken too (Java's broker also binds listenPort-2)."""
+    for _ in range(200):
+        with socket.socket() as sock:
+            sock.bind(("0.0.0.0", 0))
+            port = sock.getsockname()[1]
+        pair = {port, port - gap_below}
+        if port - gap_below > 1024 and not pair & taken and (not gap_below or port_free(port - gap_below)):
+            taken |= pair
+            return port
+    raise RuntimeError("no free port found")
+
+
+def accepts(addr: str) -> bool:
+    host, port = addr.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_until(pred, timeout: float, what: str, procs: list[subprocess.Popen], step: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                tail = Path(proc.out_path).read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"{what}: process {proc.args[-3:]} exited with {proc.returncode}:\n{tail}")
+        try:
+            if pred():
+                return
+        except OSError:
+            pass
+        time.sleep(step)
+    raise RuntimeError(f"{what}: not within {timeout} s")
+
+
+def route_served(namesrv: str, topic: str) -> bool:
+    return call_once(namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}).code == ResponseCode.SUCCESS
+
+
+# ---------------------------------------------------------------- servers
+
+@dataclass
+class Server:
+    name: str
+    tmp: Path
+    namesrv: str = ""
+    broker: str = ""
+    procs: list[subprocess.Popen] = field(default_factory=list)
+    start_seconds: float = 0.0
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def wait_ready(self, t0: float) -> None:
+        wait_until(lambda: accepts(self.broker) and route_served(self.namesrv, "TBW102"), 60, f"{self.name} start", self.procs)
+        self.start_seconds = time.monotonic() - t0
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):  # broker first, as mqshutdown does
+            stop(proc)
+
+
+def broker_conf(flush: str, namesrv: str, port: int, store: Path) -> dict[str, str]:
+    return {"brokerClusterName": "DefaultCluster", "brokerName": "broker-a", "brokerId": "0", "brokerIP1": "127.0.0.1",
+            "namesrvAddr": namesrv, "listenPort": str(port), "storePathRootDir": str(store),
+            "storePathCommitLog": str(store / "commitlog"), "flushDiskType": flush,
+            "mappedFileSizeCommitLog": str(1024 * 1024 * 1024)}
+
+
+def write_props(path: Path, props: dict[str, str]) -> Path:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
+    tmp.mkdir(parents=True, exist_ok=True)
+    home = tmp / "rocketmq-home"
+    (home / "conf").mkdir(parents=True)
+    logs = tmp / "logs"
+    logs.mkdir()
+    for who in ("namesrv", "broker"):
+        (home / "conf" / f"logback_{who}.xml").write_text(LOGBACK.format(log=logs / f"{who}.log"))
+    taken: set[int] = set()
+    ns_port, br_port, ha_port = free_port(taken), free_port(taken, gap_below=2), free_port(taken)
+    server = Server("java", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
+    env = {**os.environ, "ROCKETMQ_HOME": str(home)}
+    common = [f"-Duser.home={tmp / 'home'}", f"-Drocketmq.home.dir={home}"]
+    ns_conf = write_props(tmp / "namesrv.conf", {"listenPort": str(ns_port), "kvConfigPath": str(tmp / "kvConfig.json")})
+    conf = broker_conf(flush, server.namesrv, br_port, tmp / "store")
+    conf["haListenPort"] = str(ha_port)
+    br_conf = write_props(tmp / "broker.conf", conf)
+    t0 = time.monotonic()
+    server.procs.append(spawn([java_bin(), *NAMESRV_OPTS, f"-Xlog:gc*:file={logs / 'namesrv_gc.log'}:time,tags",
+                               *common, "-cp", cps["namesrv"], "org.apache.rocketmq.namesrv.NamesrvStartup",
+                               "-c", str(ns_conf)], logs / "namesrv.out", env=env))
+    wait_until(lambda: accepts(server.namesrv), 60, "java namesrv start", server.procs)
+    heap = [f"-Xms{BROKER_HEAP}", f"-Xmx{BROKER_HEAP}"]
+    server.procs.append(spawn([java_bin(), *heap, *BROKER_OPTS, f"-Xlog:gc*:file={logs / 'broker_gc.log'}:time,tags",
+                               *common, "-cp", cps["broker"], "org.apache.rocketmq.broker.BrokerStartup",
+                               "-c", str(br_conf)], logs / "broker.out", env=env))
+    server.wait_ready(t0)
+    return server
+
+
+def start_rmqtx(flush: str, tmp: Path) -> Server:
+    tmp.mkdir(parents=True, exist_ok=True)
+    taken: set[int] = set()
+    ns_port, br_port = free_port(taken), free_port(taken)
+    server = Server("rmqtx", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
+    conf = broker_conf(flush, server.namesrv, br_port, tmp / "store")
+    for key in ("namesrvAddr", "listenPort", "storePathRootDir", "storePathCommitLog"):
+        conf.pop(key)  # given on the command line / derived by rmqstandalone
+    conf_path = write_props(tmp / "broker.conf", conf)
+    cmd = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=",
+           "--logfile", str(tmp / "twistd.log"), "rmqstandalone", "-c", str(conf_path),
+           "--namesrv-port", str(ns_port), "--port", str(br_port), "--store", str(tmp / "store")]
+    t0 = time.monotonic()
+    server.procs.append(spawn(cmd, tmp / "rmqtx.out", cwd=REPO))
+    server.wait_ready(t0)
+    return server
+
+
+def create_topic(server: Server) -> None:
+    fields = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES, "perm": 6,
+              "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+    resp = call_once(server.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, timeout=10)
+    if resp.code != ResponseCode.SUCCESS:
+        raise RuntimeError(f"{server.name}: create topic: {resp.code} {resp.remark}")
+    wait_until(lambda: route_served(server.namesrv, TOPIC), 30, f"{server.name} topic route", server.procs, step=0.1)
+
+
+# ---------------------------------------------------------------- /proc sampling
+
+def rss_anon_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total / CLK_TCK
+
+
+class RssPeak(threading.Thread):
+    """Peak of the summed RssAnon of some processes, sampled every 0.1 s."""
+
+    def __init__(self, pids: list[int]) -> None:
+        super().__init__(daemon=True)
+        self.pids, self.peak_kb, self.done = pids, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            self.peak_kb = max(self.peak_kb, sum(rss_anon_kb(p) for p in self.pids))
+
+
+# ---------------------------------------------------------------- Apache's benchmark clients
+
+SEND_RE = re.compile(r"Send TPS: (\d+) Max RT\(ms\): (\d+) Average RT\(ms\):\s*([\d.]+) Send Failed: (\d+) Response Failed: (\d+)")
+CONSUME_RE = re.compile(r"Current Time: \d+ TPS: (\d+) FAIL: (\d+)")
+
+
+def client_cmd(cps: dict[str, str], tmp: Path, cls: str, extra_props: list[str], args: list[str]) -> list[str]:
+    home = tmp / "client-home"
+    return [java_bin(), *CLIENT_OPTS, f"-Duser.home={home}", f"-Drocketmq.client.logRoot={home / 'logs'}",
+            *extra_props, "-cp", cps["example"], f"org.apache.rocketmq.example.benchmark.{cls}", *args]
+
+
+def max_offsets(conn: Conn) -> int:
+    total = 0
+    for q in range(QUEUES):
+        resp = conn.call(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": q})
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"GET_MAX_OFFSET: {resp.code} {resp.remark}")
+        total += int(resp.ext_fields["offset"])
+    return total
+
+
+def consumer_offsets(conn: Conn) -> int:
+    total = 0
+    for q in range(QUEUES):
+        resp = conn.call(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": GROUP, "topic": TOPIC, "queueId": q})
+        if resp.code == ResponseCode.SUCCESS:
+            total += int(resp.ext_fields["offset"])
+    return total
+
+
+DRAIN_LO, DRAIN_HI = 0.1, 0.9
+
+
+def crossing(samples: list[tuple[float, int]], level: float) -> float | None:
+    """When the polled offsets first reached ``level``, interpolated between two polls."""
+    for (t0, v0), (t1, v1) in zip(samples, samples[1:]):
+        if v0 < level <= v1:
+            return t0 + (t1 - t0) * (level - v0) / (v1 - v0)
+    return None
+
+
+def drain_rate(samples: list[tuple[float, int]], backlog: int) -> float:
+    """Messages/s from 10% to 90% of ``backlog``: leaves out the consumer's start and rebalance, and
+    the tail, whose offsets the client commits only with its next pull or every 5 s."""
+    lo, hi = crossing(samples, DRAIN_LO * backlog), crossing(samples, DRAIN_HI * backlog)
+    if lo is None or hi is None or hi <= lo:
+        return float("nan")
+    return (DRAIN_HI - DRAIN_LO) * backlog / (hi - lo)
+
+
+def common_drain(results: list[dict]) -> None:
+    """Both sides' drain rate over the same messages: 10-90% of the smaller backlog of each pair.
+
+    The faster sender leaves a larger backlog, and a longer drain reaches a higher rate (the client
+    ramps up), so comparing each over its own backlog would favour it."""
+    for r in results:
+        pair = [o for o in results if (o["flush"], o["threads"], o["rep"]) == (r["flush"], r["threads"], r["rep"])]
+        r["drain_over"] = min(o["backlog"] for o in pair)
+        r["drain_tps"] = drain_rate(r["samples"], r["drain_over"])
+
+
+def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: float, consume_s: float) -> dict:
+    """One fresh server: start, produce for ``send_s``, drain with the Consumer, stop. Returns the figures."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"vsjava-{impl}-"))
+    server = None
+    producer = consumer = None
+    sampler = None
+    try:
+        for attempt in (1, 2):  # a port another job took between our check and the bind: once more, new ports
+            try:
+                server = start_java(cps, flush, tmp / "s") if impl == "java" else start_rmqtx(flush, tmp / "s")
+                break
+            except RuntimeError as exc:
+                log(f"  {impl} did not start (attempt {attempt}): {exc}")
+                for proc in list(_procs):
+                    stop(proc)
+                subprocess.run(["rm", "-rf", str(tmp / "s")], check=False)
+                if attempt == 2:
+                    raise
+        sampler = RssPeak(server.pids())
+        sampler.start()
+        create_topic(server)
+        conn = Conn(server.broker)
+        cpu0 = cpu_seconds(server.pids())
+        out = tmp / "producer.out"
+        producer = spawn(client_cmd(cps, tmp, "Producer", ["-Dorg.apache.rocketmq.client.sendSmartMsg=true"],
+                                    ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-s", str(MSG_SIZE)]), out)
+        # it prints every 10 s of its own run: stop after the send_s/10-th line, however slowly its JVM
+        # started on a busy machine (a wall-clock cut would leave a slow start fewer windows)
+        wanted, deadline = max(2, int(send_s // 10)), time.monotonic() + send_s + 120
+        while (time.monotonic() < deadline and producer.poll() is None and all(p.poll() is None for p in server.procs)
+               and len(SEND_RE.findall(out.read_text(errors="replace"))) < wanted):
+            time.sleep(0.2)
+        if producer.poll() is not None:
+            raise RuntimeError(f"Producer exited with {producer.returncode}: {out.read_text()[-2000:]}")
+        stop(producer)
+        time.sleep(0.5)  # the last answers reach the store
+        cpu1 = cpu_seconds(server.pids())
+        backlog = max_offsets(conn)
+        sends = [tuple(map(float, m.groups())) for m in SEND_RE.finditer(out.read_text(errors="replace"))]
+        if len(sends) < wanted:
+            raise RuntimeError(f"Producer printed {len(sends)} of {wanted} stats lines:\n{out.read_text()[-2000:]}")
+        kept = sends[1:]  # the first window holds JVM start, route lookup and connection warm-up
+
+        out = tmp / "consumer.out"
+        began = time.monotonic()
+        consumer = spawn(client_cmd(cps, tmp, "Consumer", [],
+                                    ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-g", GROUP]), out)
+        samples: list[tuple[float, int]] = []  # (time, committed offsets summed over the queues)
+        deadline = began + consume_s
+        while time.monotonic() < deadline and consumer.poll() is None:
+            samples.append((time.monotonic(), consumer_offsets(conn)))
+            if samples[-1][1] >= DRAIN_HI * backlog and samples[-1][0] - began > 11:
+                break  # drained, and Apache's Consumer has printed one line
+            time.sleep(0.05)
+        drained = consumer_offsets(conn)
+        stop(consumer)
+        cpu2 = cpu_seconds(server.pids())
+        windows = [int(m.group(1)) for m in CONSUME_RE.finditer(out.read_text())]
+        conn.close()
+        sampler.done.set()
+        return {
+            "impl": impl, "flush": flush, "threads": threads, "start_s": server.start_seconds,
+            "send_tps": statistics.mean(s[0] for s in kept), "avg_rt_ms": statistics.mean(s[2] for s in kept),
+            "max_rt_ms": sends[-1][1], "send_failed": sends[-1][3] + sends[-1][4],
+            "backlog": backlog, "consumed": drained, "samples": samples,
+            "apache_consume_tps": max(windows) if windows else float("nan"),
+            "apache_lower_bound": bool(windows) and max(windows) * 9 >= 0.9 * backlog,
+            "rss_mb": sampler.peak_kb / 1024, "cpu_us_per_msg": (cpu1 - cpu0) / max(backlog, 1) * 1e6,
+            "consume_cpu_us_per_msg": (cpu2 - cpu1) / max(drained, 1) * 1e6,
+            "consume_s": time.monotonic() - began,
+        }
+    finally:
+        if sampler is not None:
+            sampler.done.set()
+        stop(producer)
+        stop(consumer)
+        if server is not None:
+            server.close()
+        if KEEP:
+            log(f"  kept {tmp}")
+        else:
+            subprocess.run(["rm", "-rf", str(tmp)], check=False)
+
+
+# ---------------------------------------------------------------- report
+
+METRICS = [  # key, label, format
+    ("send_tps", "send TPS (Apache Producer, mean of 9-s windows after the first)", "{:,.0f}"),
+    ("avg_rt_ms", "send average RT, ms", "{:.2f}"),
+    ("send_failed", "send failures (Apache Producer's count)", "{:.0f}"),
+    ("max_rt_ms", "send max RT since start, ms", "{:.0f}"),
+    ("drain_tps", "consume TPS (drain of the same messages, broker offsets)", "{:,.0f}"),
+    ("drain_over", "… measured over the first N messages of the backlog, N =", "{:,.0f}"),
+    ("apache_consume_tps", "consume TPS (Apache Consumer printout, best 9-s window: bounded by the backlog)", "{:,.0f}"),
+    ("rss_mb", "server peak RssAnon, MB (Java: broker+namesrv)", "{:,.0f}"),
+    ("start_s", "start to listening + route served, s", "{:.2f}"),
+    ("cpu_us_per_msg", "server CPU per sent message, µs", "{:.0f}"),
+    ("consume_cpu_us_per_msg", "server CPU per consumed message, µs", "{:.1f}"),
+]
+
+
+def median(values: list[float]) -> float:
+    values = [v for v in values if v == v]
+    return statistics.median(values) if values else float("nan")
+
+
+def table(results: list[dict], plan: list[tuple[str, int]]) -> str:
+    common_drain(results)
+    lines = ["| flush | threads | metric | Java 4.9.8 | rmqtx | rmqtx/Java |", "|---|---|---|---|---|---|"]
+    for flush, threads in plan:
+        cell = [r for r in results if r["flush"] == flush and r["threads"] == threads]
+        for key, label, fmt in METRICS:
+            java = median([r[key] for r in cell if r["impl"] == "java"])
+            ours = median([r[key] for r in cell if r["impl"] == "rmqtx"])
+            marks = {impl: "≥" if key == "apache_consume_tps" and any(
+                r["apache_lower_bound"] for r in cell if r["impl"] == impl) else "" for impl in ("java", "rmqtx")}
+            ratio = f"{ours / java:.2f}" if java and java == java and ours == ours and key != "drain_over" else "–"
+            lines.append(f"| {flush} | {threads} | {label} | {marks['java']}{fmt.format(java)} | "
+                         f"{marks['rmqtx']}{fmt.format(ours)} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    global KEEP, BROKER_HEAP
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="ASYNC_FLUSH, 64 threads, 20 s sends: ~2 min")
+    parser.add_argument("--threads", help="producer (and consumer) thread counts, default 8,64")
+    parser.add_argument("--flush", help="flush modes, default ASYNC_FLUSH,SYNC_FLUSH")
+    parser.add_argument("--seconds", type=float,
+                        help="producer run per cell, in Apache's 10-s report periods: default 40 (20 with --quick)")
+    parser.add_argument("--consume-seconds", type=float, default=60, help="cap of the consumer run per cell")
+    parser.add_argument("--repeat", type=int, default=1, help="repeat every cell, alternating who goes first")
+    parser.add_argument("--broker-heap", default=BROKER_HEAP, help="Java broker -Xms/-Xmx, default 2g")
+    parser.add_argument("--keep", action="store_true", help="keep each run's temp dir (server logs, store)")
+    parser.add_argument("--only", choices=["java", "rmqtx"], help="run one side only (no ratios)")
+    args = parser.parse_args()
+    threads = [int(t) for t in (args.threads or ("64" if args.quick else "8,64")).split(",")]
+    flushes = (args.flush or ("ASYNC_FLUSH" if args.quick else "ASYNC_FLUSH,SYNC_FLUSH")).split(",")
+    send_s = args.seconds or (20.0 if args.quick else 40.0)
+    if send_s < 20:
+        parser.error("--seconds must be at least 20: Apache's Producer prints every 10 s and the first is dropped")
+    for flush in flushes:
+        if flush not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+            parser.error(f"unknown flush mode {flush}")
+    KEEP, BROKER_HEAP = args.keep, args.broker_heap
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    load = os.getloadavg()
+    began = time.time()
+    cmdline = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
+    results: list[dict] = []
+    failures: list[str] = []
+    plan = [(f, t) for f in flushes for t in threads]
+    try:
+        cps = java_classpaths()
+        java_version = subprocess.run([java_bin(), "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+        for rep in range(args.repeat):
+            for i, (flush, nthreads) in enumerate(plan):
+                # who goes first flips from cell to cell and from repeat to repeat (ABBA), so drift hits both
+                order = ["java", "rmqtx"] if (i + rep) % 2 == 0 else ["rmqtx", "java"]
+                for impl in order:
+                    if args.only and impl != args.only:
+                        continue
+                    log(f"{impl} {flush} -w {nthreads} (repeat {rep + 1}/{args.repeat}), load {os.getloadavg()[0]:.2f}")
+                    try:
+                        res = run_cell(impl, cps, flush, nthreads, send_s, args.consume_seconds)
+                    except Exception as exc:  # one failed run (a start timeout on a busy machine) loses that run only
+                        log(f"  {impl} {flush} -w {nthreads} failed: {exc}")
+                        failures.append(f"{impl} {flush} -w {nthreads} (repeat {rep + 1}): {str(exc).splitlines()[0]}")
+                        continue
+                    res["rep"] = rep
+                    res["own_drain_tps"] = drain_rate(res["samples"], res["backlog"])
+                    results.append(res)
+                    log("  " + ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                                         for k, v in res.items() if k != "samples"))
+    finally:
+        stop_all()
+    end_load = os.getloadavg()
+    print(f"Command: `{cmdline}`  ")
+    print(f"Machine: {os.cpu_count()} CPUs ({platform.machine()}), "
+          f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; load average at start "
+          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, at end {end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}; "
+          f"{java_version}; Python {platform.python_version()}; {len(results)} runs in {(time.time() - began) / 60:.1f} min, "
+          f"{send_s:.0f} s of sends each, 1 KB messages, {QUEUES} queues; Java broker heap {BROKER_HEAP}.  ")
+    print("Medians over repeats; ≥: Apache's Consumer drained the whole backlog inside one 9-s window.\n")
+    print(table(results, plan))
+    for failure in failures:
+        print(f"\nFAILED: {failure}")
+    if failures:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""benchmarks/vs_java.py's parsing of Apache's benchmark printouts and its drain-rate arithmetic.
+
+The lines below follow the printf formats of rocketmq-example 4.9.8's benchmark Producer/Consumer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+import unittest
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "vs_java.py"
+_spec = importlib.util.spec_from_file_location("vs_java", _PATH)
+vs_java = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("vs_java", vs_java)  # dataclasses look their module up there
+_spec.loader.exec_module(vs_java)
+
+PRODUCER_OUT = """topic: VsJavaBench threadCount: 64 messageSize: 1024 keyEnable: false propertySize: 0 tagCount: 0 traceEnable: false aclEnable: false messageQuantity: 0
+delayEnable: false delayLevel: 1
+asyncEnable: false
+Current Time: 2026-11-22 22:55:41,090 Send TPS: 12000 Max RT(ms): 1551 Average RT(ms):   5.334 Send Failed: 0 Response Failed: 0
+Current Time: 2026-11-22 22:55:51,090 Send TPS: 20061 Max RT(ms): 1551 Average RT(ms):   3.208 Send Failed: 2 Response Failed: 1
+"""
+
+CONSUMER_OUT = """topic: VsJavaBench, threadCount 64, group: benchmark_consumer, suffix: false, filterType: null, expression: null, msgTraceEnable: false, aclEnable: false
+Consumer Started.
+Current Time: 1795388080499 TPS: 27659 FAIL: 0 AVG(B2C) RT(ms): 13534.514 AVG(S2C) RT(ms): 13532.464 MAX(B2C) RT(ms): 21635 MAX(S2C) RT(ms): 21499
+"""
+
+
+class ParseTest(unittest.TestCase):
+    def test_producer_lines(self) -> None:
+        lines = [m.groups() for m in vs_java.SEND_RE.finditer(PRODUCER_OUT)]
+        self.assertEqual(lines, [("12000", "1551", "5.334", "0", "0"), ("20061", "1551", "3.208", "2", "1")])
+
+    def test_consumer_lines(self) -> None:
+        self.assertEqual([m.group(1) for m in vs_java.CONSUME_RE.finditer(CONSUMER_OUT)], ["27659"])
+
+
+class DrainTest(unittest.TestCase):
+    def test_rate_between_10_and_90_percent(self) -> None:
+        # nothing for 2 s (client start), then 1000 msgs/s, then a tail committed late
+        samples = [(t / 10, max(0, int((t / 10 - 2) * 1000))) for t in range(0, 120)]
+        self.assertAlmostEqual(vs_java.drain_rate(samples, 5000), 1000, delta=1)
+
+    def test_not_reached(self) -> None:
+        self.assertTrue(math.isnan(vs_java.drain_rate([(0.0, 0), (1.0, 100)], 5000)))
+
+    def test_pairs_use_the_smaller_backlog(self) -> None:
+        fast = [(t / 10, int(t / 10 * 4000)) for t in range(0, 200)]  # 4000/s throughout
+        slow = [(t / 10, int(t / 10 * 1000)) for t in range(0, 200)]
+        results = [
+            {"impl": "java", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 60000, "samples": fast},
+            {"impl": "rmqtx", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 10000, "samples": slow},
+        ]
+        vs_java.common_drain(results)
+        self.assertEqual([r["drain_over"] for r in results], [10000, 10000])
+        self.assertAlmostEqual(results[0]["drain_tps"], 4000, delta=5)
+        self.assertAlmostEqual(results[1]["drain_tps"], 1000, delta=5)
+
+
+class TableTest(unittest.TestCase):
+    def test_ratio_and_missing_side(self) -> None:
+        row = {"flush": "SYNC_FLUSH", "threads": 8, "rep": 0, "backlog": 1000, "samples": [], "apache_lower_bound": False}
+        figures = {k: 2.0 for k, _, _ in vs_java.METRICS}
+        results = [{**row, **figures, "impl": "java"}, {**row, **figures, "impl": "rmqtx", "send_tps": 1.0}]
+        out = vs_java.table(results, [("SYNC_FLUSH", 8)])
+        self.assertIn("| SYNC_FLUSH | 8 | send TPS", out)
+        send_row = next(line for line in out.splitlines() if "send TPS" in line)
+        self.assertTrue(send_row.endswith("| 0.50 |"), send_row)
+        only_java = vs_java.table(results[:1], [("SYNC_FLUSH", 8)])
+        self.assertTrue(next(line for line in only_java.splitlines() if "send TPS" in line).endswith("| – |"))
