@@ -13,6 +13,7 @@ import shutil
 import orjson
 
 from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.java_settings import java_defaults
 from rmqtx.broker.processors.admin_bodies import ok
 from rmqtx.broker.processors.admin_headers import GetBrokerConfigResponseHeader, ViewBrokerStatsDataRequestHeader
 from rmqtx.broker.topics import SCHEDULE_TOPIC, DataVersion
@@ -101,6 +102,8 @@ class RuntimeAdminProcessor:
         for key, value in store_config.to_properties().items():
             settings.setdefault(key, value)
         settings["storePathCommitLog"] = settings.get("storePathCommitLog") or store_config.commit_log_dir
+        for key, value in java_defaults(self.ctx.config.listenPort).items():
+            settings.setdefault(key, value)
         body = "".join(f"{k}={v}\n" for k, v in settings.items()).encode()
         version = orjson.dumps(self.config_version.to_json()).decode()
         return GetBrokerConfigResponseHeader(version).apply_to(ok(request, body))
