@@ -148,6 +148,7 @@ class RuntimeAdminProcessor:
         size_total = max(0, store.max_phy_offset - self.boot_phy_offset)
         ratio = self._disk_ratio(cfg.storePathRootDir)
         zero = "0"
+        up = stats.uptime()
         table = JavaMap(
             {
                 "msgPutTotalTodayNow": str(puts),
@@ -160,11 +161,11 @@ class RuntimeAdminProcessor:
                 "runtime": stats.runtime(),
                 "brokerVersion": str(CURRENT_VERSION),
                 "brokerVersionDesc": VERSION_DESC,
-                "putTps": stats.broker_puts.rates(),
-                "getMissTps": stats.gets_missed.rates(),
-                "getTransferedTps": stats.gets_transferred.rates(),
-                "getTotalTps": stats.get_total_rates(),
-                "getFoundTps": stats.gets_found.rates(),
+                "putTps": stats.broker_puts.rates(up),
+                "getMissTps": stats.gets_missed.rates(up),
+                "getTransferedTps": stats.gets_transferred.rates(up),
+                "getTotalTps": stats.get_total_rates(up),
+                "getFoundTps": stats.gets_found.rates(up),
                 "putMessageTimesTotal": str(puts),
                 "putMessageSizeTotal": str(size_total),
                 "putMessageAverageSize": str(size_total / puts if puts else 0.0),
