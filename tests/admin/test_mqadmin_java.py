@@ -363,7 +363,7 @@ class MessageGroupOffsetTest(MQAdminTestCase):
         out = self.ok(progress)
         self.assertEqual(out.splitlines()[0], java_progress.splitlines()[0])
         rows = table(out)
-        offsets = {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows[:-0 or None] if r[0] == "T_data"}
+        offsets = {int(r[2]): (int(r[3]), int(r[4]), int(r[5])) for r in rows if r[0] == "T_data"}
         self.assertEqual(offsets, {q: (len(o), len(o), 0) for q, o in per_queue.items()})
         # the retry queue shows up once the consumer commits an offset for it (after its first long poll ends)
         self.assertLessEqual({r[0] for r in rows if r[0].startswith("%")}, {"%RETRY%C_adm"})
@@ -432,7 +432,9 @@ class MessageGroupOffsetTest(MQAdminTestCase):
         def send_and_query() -> None:
             self.assertIn("SEND_OK", self.cmd("sendMessage", "-t", "T_data", "-p", "from-mqadmin", "-k", "K-admin", "-c", "TagA"))
             rows = table(self.cmd("queryMsgByKey", "-t", "T_data", "-k", "K-admin"))
-            self.assertTrue(rows and all(r[0] != first["msg_id"] for r in rows), rows)  # two if a timed-out send ran again
+            # one row (two if a send that timed out ran again) with the id of mqadmin's producer (IPv4: 32 hex digits, IPv6: 56)
+            self.assertIn(len(rows), (1, 2), rows)
+            self.assertTrue(all(re.fullmatch(r"[0-9A-F]{32}([0-9A-F]{24})?", r[0]) and r[0] not in {e["msg_id"] for e in sent} for r in rows), rows)
 
         def send_rt() -> None:
             out = self.cmd("checkMsgSendRT", "-t", "T_data", "-a", "4", "-s", "64")
