@@ -90,9 +90,13 @@ class Counter:
         since = int((now - seconds) // width)
         return sum(n for b, n in buckets.items() if b > since)
 
-    def rates(self) -> str:
-        """Java's ``putTps``-style text: per-second rates over 10 s, 60 s and 600 s."""
-        return " ".join(str(self.sum_last(s) / float(s)) for s in RATE_WINDOWS_S)
+    def rates(self, uptime: float = float("inf")) -> str:
+        """Java's ``putTps``-style text: per-second rates over 10 s, 60 s and 600 s.
+
+        Java samples once a second since boot and leaves a window longer than its samples empty, so
+        a broker up for two minutes reads ``"0.5 0.2 "``.
+        """
+        return " ".join(str(self.sum_last(s) / float(s)) if uptime >= s else "" for s in RATE_WINDOWS_S)
 
     def snapshot(self, minutes: int) -> dict:
         """A BrokerStatsItem bean over the last ``minutes``."""
@@ -185,9 +189,16 @@ class BrokerStats:
             return self.gets_transferred
         return None
 
-    def get_total_rates(self) -> str:
-        """``getTotalTps``: found plus missed pulls per second over 10 s, 60 s and 600 s."""
-        return " ".join(str((self.gets_found.sum_last(s) + self.gets_missed.sum_last(s)) / float(s)) for s in RATE_WINDOWS_S)
+    def uptime(self) -> float:
+        return self.clock() - self.boot_ms / 1000
+
+    def get_total_rates(self, uptime: float = float("inf")) -> str:
+        """``getTotalTps``: found plus missed pulls per second over 10 s, 60 s and 600 s; a window longer
+        than the uptime reads 0.0 (Java adds two rates that start at 0 there, unlike the other figures)."""
+        return " ".join(
+            str((self.gets_found.sum_last(s) + self.gets_missed.sum_last(s)) / float(s) if uptime >= s else 0.0)
+            for s in RATE_WINDOWS_S
+        )
 
     def runtime(self) -> str:
         secs = int(self.clock() - self.boot_ms / 1000)

@@ -90,6 +90,20 @@ class ProcessQueue:
         self.dropped = False
         self.locked = False
         self.busy = False  # an orderly consume loop runs
+        now = int(time.time() * 1000)
+        self.last_pull = self.last_consume = self.last_lock = now  # ms, as Java's ProcessQueue starts them
+
+    def info(self, commit_offset: int) -> dict:
+        """ProcessQueueInfo (mqadmin consumerStatus, consumerProgress -s): what is cached, locks, last activity."""
+        cached = {**self.msgs, **self.consuming}
+        size = sum(len(m.body) for m in cached.values())
+        return {
+            "cachedMsgCount": len(cached), "cachedMsgMaxOffset": max(cached, default=0),
+            "cachedMsgMinOffset": min(cached, default=0), "cachedMsgSizeInMiB": size // (1024 * 1024),
+            "commitOffset": commit_offset, "droped": self.dropped, "lastConsumeTimestamp": self.last_consume,
+            "lastLockTimestamp": self.last_lock, "lastPullTimestamp": self.last_pull, "locked": self.locked,
+            "transactionMsgCount": 0, "transactionMsgMaxOffset": 0, "transactionMsgMinOffset": 0, "tryUnlockTimes": 0,
+        }
 
     def put(self, msgs: list[MessageExt]) -> None:
         for m in msgs:
@@ -244,6 +258,7 @@ class PushConsumer(_ConsumerBase):
         secret_key: str | None = None,
     ) -> None:
         super().__init__(group, namesrv_addr, config, reactor, message_model, consume_from, offset_store_dir, access_key, secret_key)
+        self.started_at = 0  # ms; PROP_CONSUMER_START_TIMESTAMP
         self.listener = listener
         self.orderly = orderly
         self.consume_timestamp = consume_timestamp if consume_timestamp is not None else int(time.time() * 1000) - 30 * 60 * 1000
@@ -267,6 +282,19 @@ class PushConsumer(_ConsumerBase):
     def register_listener(self, listener: Listener) -> None:
         self.listener = listener
 
+    def running_info(self) -> dict:
+        """Java's push consumer adds its start time (consumerStatus parses it), the queues it holds and per-topic stats."""
+        info = super().running_info()
+        info["properties"]["PROP_CONSUMER_START_TIMESTAMP"] = str(self.started_at)
+        info["properties"]["PROP_THREADPOOL_CORE_SIZE"] = "1"  # listeners run in the reactor thread
+        info["mqTable"] = fastjson.OrderedMap(
+            (tuple(sorted(mq.to_json().items())), pq.info(self.offsets.read_memory(mq))) for mq, pq in sorted(self.pqs.items())
+        )
+        # rmqtx does not time pulls or consumption; the rates read 0 rather than being absent
+        zero = {"consumeFailedMsgs": 0, "consumeFailedTPS": 0.0, "consumeOKTPS": 0.0, "consumeRT": 0.0, "pullRT": 0.0, "pullTPS": 0.0}
+        info["statusTable"] = fastjson.OrderedMap((topic, dict(zero)) for topic in sorted(self.subscriptions))
+        return info
+
     @deferred
     async def start(self) -> None:
         """Register, check filters with the brokers, heartbeat, then rebalance and start pulling."""
@@ -288,6 +316,7 @@ class PushConsumer(_ConsumerBase):
             await client.unregister_consumer(self.group)
             raise
         self._running_flag = True
+        self.started_at = int(time.time() * 1000)
         client.start()
         await client.send_heartbeat()
         if self.orderly and self.message_model == CLUSTERING:
@@ -487,6 +516,7 @@ class PushConsumer(_ConsumerBase):
 
     def _handle_pull(self, pq: ProcessQueue, result: PullResult) -> None:
         pq.next_offset = result.next_begin_offset
+        pq.last_pull = int(time.time() * 1000)
         if result.status is PullStatus.FOUND and result.messages:
             pq.put(result.messages)
             if self.orderly:
@@ -523,6 +553,7 @@ class PushConsumer(_ConsumerBase):
         self._prepare(msgs)
         ctx = ConsumeContext(pq.mq)
         status = await self._call_listener(msgs, ctx)
+        pq.last_consume = int(time.time() * 1000)
         if pq.dropped:
             return
         keep: list[MessageExt] = []
@@ -571,6 +602,7 @@ class PushConsumer(_ConsumerBase):
                 self._prepare(msgs)
                 ctx = ConsumeContext(pq.mq)
                 status = await self._call_listener(msgs, ctx)
+                pq.last_consume = int(time.time() * 1000)
                 if pq.dropped:
                     return
                 if status is OrderlyStatus.SUCCESS or await self._give_up(msgs):
@@ -660,6 +692,8 @@ class PushConsumer(_ConsumerBase):
                 if pq is not None:
                     was = pq.locked
                     pq.locked = mq in ok
+                    if pq.locked:
+                        pq.last_lock = int(time.time() * 1000)
                     if pq.locked and not was and pq.msgs:
                         defer.ensureDeferred(self._consume_orderly(pq))
 

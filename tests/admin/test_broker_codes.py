@@ -14,6 +14,7 @@ from rmqtx.remoting.codes import RequestCode, ResponseCode
 from tests.admin.support import AdminTestCase
 from tests.broker.wire import pull, send
 from tests.client.support import wait_until
+from tests.fixtures import records
 
 
 def heartbeat(client_id: str, group: str, topic: str) -> bytes:
@@ -101,6 +102,10 @@ class BrokerCodesTest(AdminTestCase):
         self.assertEqual(fastjson.loads(gets.body)["statsDay"]["sum"], 2)
         size = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_SIZE", "statsKey": "T_codes@G_reader"})
         self.assertEqual(fastjson.loads(size.body)["statsMinute"]["sum"], len(got.body))
+        fresh = fastjson.loads((await self.call(RequestCode.GET_BROKER_RUNTIME_INFO)).body)["table"]
+        if ctx.stats.uptime() < 10:  # as in Java, a window longer than the uptime has no figure yet
+            self.assertEqual((fresh["putTps"], fresh["getTotalTps"]), ("  ", "0.0 0.0 0.0"))
+        ctx.stats.boot_ms -= 700_000  # every window has its samples from here on
         runtime = fastjson.loads((await self.call(RequestCode.GET_BROKER_RUNTIME_INFO)).body)["table"]
         self.assertEqual((runtime["msgPutTotalTodayNow"], runtime["msgGetTotalTodayNow"]), ("4", "2"))
         self.assertEqual(runtime["getTransferedTps"].split(), [str(2 / s) for s in (10.0, 60.0, 600.0)])
@@ -202,3 +207,20 @@ class DefaultBrokerConfigTest(AdminTestCase):
         response = yield defer.ensureDeferred(self.broker_call(RequestCode.UPDATE_BROKER_CONFIG, None, b"traceOn=false\n"))
         self.assertEqual(response.code, ResponseCode.NO_PERMISSION)
         self.assertTrue(self.cluster.broker.config.traceOn)
+
+    @defer.inlineCallbacks
+    def test_broker_config_has_every_key_java_reports(self):
+        """mqadmin exportConfigs read filterServerNums/slaveReadEnable/useTLS unchecked and died with an NPE."""
+        response = yield defer.ensureDeferred(self.broker_call(RequestCode.GET_BROKER_CONFIG))
+        settings = dict(line.split("=", 1) for line in response.body.decode().splitlines())
+        java = {r["argv"][1]: r["stdout"] for r in records("scenario-admin.client.jsonl") if r.get("kind") == "CMD"}
+        java_keys = {line.split()[0] for line in java["getBrokerConfig"].splitlines() if "=" in line and not line.startswith("=")}
+        self.assertEqual(java_keys - set(settings), set())
+        for key in ("brokerClusterName", "brokerId", "brokerName", "brokerRole", "fileReservedTime", "filterServerNums",
+                    "flushDiskType", "maxMessageSize", "messageDelayLevel", "msgTraceTopicName", "slaveReadEnable",
+                    "traceOn", "traceTopicEnable", "useTLS", "autoCreateTopicEnable", "autoCreateSubscriptionGroup"):
+            self.assertIn(key, settings)
+        self.assertEqual(settings["checkCRCOnRecover"], "true")  # Java's spelling, not checkCrcOnRecover
+        self.assertNotIn("checkCrcOnRecover", settings)
+        port = self.cluster.broker_addr.rsplit(":", 1)[1]
+        self.assertEqual(settings["haListenPort"], str(int(port) + 1))

@@ -87,3 +87,21 @@ class BrokerStatsTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RateWindowsTest(unittest.TestCase):
+    def test_windows_longer_than_the_uptime_are_empty_as_in_java(self) -> None:
+        """brokerStatus against Java 4.9.8 two minutes after boot: putTps "0.0 0.21 ", getTotalTps "0.39 0.76 0.0"."""
+        clock = Clock(datetime(2026, 3, 10, 10, 0, 0))
+        stats = BrokerStats(clock)
+        clock.now += 5
+        self.assertEqual(stats.broker_puts.rates(stats.uptime()), "  ")
+        self.assertEqual(stats.get_total_rates(stats.uptime()), "0.0 0.0 0.0")
+        clock.now += 129  # up 2 min 14 s, as in the capture
+        stats.on_arrival("T", 0, 1)
+        stats.on_arrival("T", 0, 6)  # six messages in all
+        stats.on_get("T", "G", 2, 100)  # one pull that found messages
+        self.assertEqual(stats.broker_puts.rates(stats.uptime()), f"{6 / 10.0} {6 / 60.0} ")
+        self.assertEqual(stats.get_total_rates(stats.uptime()), f"{1 / 10.0} {1 / 60.0} 0.0")
+        clock.now += 600
+        self.assertEqual(stats.broker_puts.rates(stats.uptime()), "0.0 0.0 0.0")

@@ -150,3 +150,48 @@ class PushConsumerTest(ClusterTestCase):
         finally:
             await c2.shutdown()
         self.assertEqual(sorted(got.bodies), sorted(first_batch))
+
+
+class RunningInfoTest(ClusterTestCase):
+    produce = PushConsumerTest.produce
+    consumer = PushConsumerTest.consumer
+
+    @defer.inlineCallbacks
+    def test_running_info_has_what_mqadmin_consumer_status_reads(self):
+        """mqadmin consumerStatus died parsing PROP_CONSUMER_START_TIMESTAMP ("null"); the queue table was empty."""
+        yield defer.ensureDeferred(self._running_info())
+
+    async def _running_info(self) -> None:
+        from rmqtx.common import fastjson
+        from rmqtx.remoting import RemotingClient, RemotingCommand
+        from rmqtx.remoting.codes import RequestCode
+
+        bodies = await self.produce("T_info", 6)
+        got = Recorder()
+        consumer = self.consumer("C_info", "T_info", got, "TagA")
+        await consumer.start()
+        try:
+            await wait_until(lambda: len(got.bodies) == len(bodies))
+            await wait_until(lambda: sum(max(consumer.offsets.read_memory(mq), 0) for mq in consumer.pqs) == len(bodies))
+            client = RemotingClient()
+            try:  # the way mqadmin asks: through the broker, which forwards to the client
+                request = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO,
+                                                  {"consumerGroup": "C_info", "clientId": consumer.client.client_id, "jstackEnable": False})
+                response = await client.invoke(self.cluster.broker_addr, request, 10)
+            finally:
+                await client.close()
+            self.assertEqual(response.code, 0, response.remark)
+            info = fastjson.loads(response.body)
+            props = info["properties"]
+            started = int(props["PROP_CONSUMER_START_TIMESTAMP"])
+            self.assertLess(abs(started - consumer.started_at), 1)
+            self.assertEqual(props["PROP_CONSUME_TYPE"], "CONSUME_PASSIVELY")
+            int(props["PROP_THREADPOOL_CORE_SIZE"])
+            table = {(dict(k)["topic"], dict(k)["queueId"]): v for k, v in info["mqTable"].items()}
+            self.assertEqual({q for t, q in table if t == "T_info"}, set(range(4)))
+            self.assertEqual(sum(v["commitOffset"] for (t, _), v in table.items() if t == "T_info"), len(bodies))
+            self.assertTrue(all(v["lastPullTimestamp"] >= started and not v["droped"] for v in table.values()))
+            self.assertEqual(sorted(info["statusTable"]), ["%RETRY%C_info", "T_info"])
+            self.assertEqual([s["topic"] for s in info["subscriptionSet"]].count("T_info"), 1)
+        finally:
+            await consumer.shutdown()

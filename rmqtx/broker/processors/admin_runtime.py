@@ -13,6 +13,7 @@ import shutil
 import orjson
 
 from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.java_settings import java_defaults
 from rmqtx.broker.processors.admin_bodies import ok
 from rmqtx.broker.processors.admin_headers import GetBrokerConfigResponseHeader, ViewBrokerStatsDataRequestHeader
 from rmqtx.broker.topics import SCHEDULE_TOPIC, DataVersion
@@ -101,6 +102,8 @@ class RuntimeAdminProcessor:
         for key, value in store_config.to_properties().items():
             settings.setdefault(key, value)
         settings["storePathCommitLog"] = settings.get("storePathCommitLog") or store_config.commit_log_dir
+        for key, value in java_defaults(self.ctx.config.listenPort).items():
+            settings.setdefault(key, value)
         body = "".join(f"{k}={v}\n" for k, v in settings.items()).encode()
         version = orjson.dumps(self.config_version.to_json()).decode()
         return GetBrokerConfigResponseHeader(version).apply_to(ok(request, body))
@@ -145,6 +148,7 @@ class RuntimeAdminProcessor:
         size_total = max(0, store.max_phy_offset - self.boot_phy_offset)
         ratio = self._disk_ratio(cfg.storePathRootDir)
         zero = "0"
+        up = stats.uptime()
         table = JavaMap(
             {
                 "msgPutTotalTodayNow": str(puts),
@@ -157,11 +161,11 @@ class RuntimeAdminProcessor:
                 "runtime": stats.runtime(),
                 "brokerVersion": str(CURRENT_VERSION),
                 "brokerVersionDesc": VERSION_DESC,
-                "putTps": stats.broker_puts.rates(),
-                "getMissTps": stats.gets_missed.rates(),
-                "getTransferedTps": stats.gets_transferred.rates(),
-                "getTotalTps": stats.get_total_rates(),
-                "getFoundTps": stats.gets_found.rates(),
+                "putTps": stats.broker_puts.rates(up),
+                "getMissTps": stats.gets_missed.rates(up),
+                "getTransferedTps": stats.gets_transferred.rates(up),
+                "getTotalTps": stats.get_total_rates(up),
+                "getFoundTps": stats.gets_found.rates(up),
                 "putMessageTimesTotal": str(puts),
                 "putMessageSizeTotal": str(size_total),
                 "putMessageAverageSize": str(size_total / puts if puts else 0.0),

@@ -1,0 +1,181 @@
+"""Run Apache's own ``mqadmin`` (MQAdminStartup from rocketmq-tools 4.9.8, resolved by Maven) as subprocesses.
+
+The classpath comes from ``tests/admin/java/pom.xml`` once per process. Each command gets a fresh JVM
+with its home, tmp dir and logs in a temp dir (it writes message bodies and consumerStatus files
+there, never under ``~`` or ``/tmp/rocketmq``). Without Java or Maven the tests skip, except under
+CI (``CI`` set), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+POM = Path(__file__).with_name("java") / "pom.xml"
+MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+#: mqadmin prints failures (stack traces, "CODE: n DESC: ...") and still exits 0.
+FAILURE_TEXT = re.compile(r"\w*Exception\b|^\s+at [\w.$]+\(|(?i:\berror\b)|\bCODE: \d+", re.MULTILINE)
+#: mqadmin's own timeouts are fixed (3 s for most calls). Several JVMs starting at once on a busy
+#: machine can starve their I/O threads past them while rmqtx answers in milliseconds (measured: a
+#: probe saw at most 91 ms from the name server while such a JVM timed out), so such a run is
+#: repeated once, logged; a second timeout fails the test.
+#: A starved JVM also reports its timeout as RemotingSendRequestException (the write's own listener had
+#: not run yet when the wait ended) and, on its next call, as "connect to null" (it dropped the address).
+CLIENT_TIMEOUT = re.compile(r"RemotingTimeoutException|RemotingSendRequestException|sendDefaultImpl call timeout|connect to null failed")
+#: queryMsgById and friends write each body to this fixed path (not java.io.tmpdir); tests remove their files.
+BODY_DIR = Path("/tmp/rocketmq/msgbodys")
+#: The JVM's own start-up cost dominates; these keep each run near 0.7 s of CPU.
+JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k")
+LOGBACK = '<configuration><root level="OFF"/></configuration>\n'
+
+_lock = threading.Lock()
+_classpath: str | None = None
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def unavailable(why: str) -> Exception:
+    """Locally a skip with the reason; in CI the same reason as a failure."""
+    if in_ci():
+        return AssertionError(f"mqadmin check cannot run in CI: {why}")
+    return unittest.SkipTest(why)
+
+
+def default_parallel() -> int:
+    """JVMs at once: each needs ~0.8 s of CPU, then idles ~3 s in netty's graceful shutdown, so twice
+    the cores; ``RMQTX_MQADMIN_PARALLEL`` overrides it (lower it on a machine shared with other work)."""
+    return int(os.environ.get("RMQTX_MQADMIN_PARALLEL") or max(2, min(4, 2 * (os.cpu_count() or 1))))
+
+
+def java_binary() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    found = shutil.which("java")
+    if not found:
+        raise unavailable("no java on PATH and no JAVA_HOME (scripts/ensure-java.sh installs one)")
+    return found
+
+
+def classpath() -> str:
+    """rocketmq-tools 4.9.8 and its runtime dependencies, asked of Maven once per process."""
+    global _classpath
+    with _lock:
+        if _classpath is None:
+            _classpath = _resolve()
+        return _classpath
+
+
+def _resolve() -> str:
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise unavailable("no mvn on PATH (scripts/ensure-maven.sh installs it)")
+    with tempfile.TemporaryDirectory(prefix="mqadmin-cp-") as tmp:
+        out = os.path.join(tmp, "classpath.txt")
+        argv = [mvn, "-q", "-B", "-f", str(POM), "dependency:build-classpath",
+                f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=runtime"]
+        proc = None
+        for offline in (["-o"], []):  # the local repository first; Maven Central when something is missing
+            proc = subprocess.run([argv[0], *offline, *argv[1:]], capture_output=True, text=True, timeout=600)
+            if proc.returncode == 0 and os.path.exists(out):
+                break
+        else:
+            raise unavailable(f"Maven could not resolve rocketmq-tools 4.9.8:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+        cp = Path(out).read_text().strip()
+    if "rocketmq-tools-4.9.8.jar" not in cp:
+        raise AssertionError(f"classpath lacks rocketmq-tools 4.9.8: {cp}")
+    return cp
+
+
+@dataclass
+class Run:
+    argv: list[str]
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+    def __str__(self) -> str:
+        return f"mqadmin {' '.join(self.argv)} -> exit {self.code}\n--- stdout\n{self.out[-4000:]}\n--- stderr\n{self.err[-4000:]}"
+
+
+class MQAdmin:
+    """``mqadmin SUBCOMMAND ... -n NAMESRV`` in fresh JVMs sharing one temp home."""
+
+    def __init__(self, namesrv: str, parallel: int | None = None, timeout: float = 90) -> None:
+        self.java = java_binary()
+        self.cp = classpath()
+        self.namesrv = namesrv
+        self.parallel = parallel or default_parallel()
+        self.timeout = timeout
+        self._home = tempfile.TemporaryDirectory(prefix="mqadmin-home-")
+        self.home = Path(self._home.name)
+        (self.home / "conf").mkdir()
+        (self.home / "tmp").mkdir()
+        (self.home / "conf" / "logback_tools.xml").write_text(LOGBACK)
+
+    def close(self) -> None:
+        self._home.cleanup()
+
+    def argv(self, args: tuple[str, ...] | list[str]) -> list[str]:
+        h = str(self.home)
+        return [self.java, *JVM_FLAGS, f"-Duser.home={h}", f"-Drocketmq.home.dir={h}", f"-Djava.io.tmpdir={h}/tmp",
+                f"-Drocketmq.client.logRoot={h}/logs", "-cp", self.cp, MAIN, *args, "-n", self.namesrv]
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("NAMESRV_ADDR", "ROCKETMQ_HOME")}
+        env["ROCKETMQ_HOME"] = str(self.home)
+        return env
+
+    def run(self, *args: str) -> Run:
+        """One command; run once more if its JVM gave up waiting for an answer (see CLIENT_TIMEOUT)."""
+        run = self._run_once(args)
+        if CLIENT_TIMEOUT.search(run.text):
+            print(f"mqadmin {' '.join(args)}: the JVM timed out waiting for an answer; running it again", file=sys.stderr)
+            run = self._run_once(args)
+        return run
+
+    def _run_once(self, args: tuple[str, ...]) -> Run:
+        try:
+            proc = subprocess.run(self.argv(args), capture_output=True, text=True, timeout=self.timeout,
+                                  cwd=self.home, env=self.env())
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(f"mqadmin {' '.join(args)} ran over {self.timeout} s; output so far:\n{exc.stdout}\n{exc.stderr}")
+        return Run(list(args), proc.returncode, proc.stdout, proc.stderr)
+
+    def run_all(self, commands: list[tuple[str, ...]]) -> list[Run]:
+        """Independent read-only commands side by side; results in the given order."""
+        with ThreadPoolExecutor(self.parallel) as pool:
+            return list(pool.map(lambda c: self.run(*c), commands))
+
+    def run_until(self, pattern: str, *args: str, timeout: float = 60) -> Run:
+        """A command that never ends by itself (clusterRT): wait until its output matches, then stop it."""
+        out_path = self.home / f"stream-{time.monotonic_ns()}.out"
+        with open(out_path, "w") as out:
+            proc = subprocess.Popen(self.argv(args), stdout=out, stderr=subprocess.STDOUT, text=True, cwd=self.home, env=self.env())
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and proc.poll() is None:
+                if re.search(pattern, out_path.read_text(), re.M):
+                    break
+                time.sleep(0.1)
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+            proc.wait(15)
+        return Run(list(args), proc.returncode, out_path.read_text(), "")
