@@ -397,6 +397,8 @@ def request_reply_build(ctx: Context) -> dict:
 
 
 def request_reply_check(events: Events, params: dict, probe: Probe) -> str | None:
+    if errors(events):
+        return errors(events)
     replies = {e["body"]: e for e in events if e["kind"] == "reply"}
     for m in params["messages"]:
         got = replies.get(m["body"])
@@ -411,9 +413,10 @@ def lite_pull_build(ctx: Context) -> dict:
     """op ``lite_pull``: send the specs (each to queue ``shard``, emitting ``sent`` with ``queue_id``).
     A lite pull consumer of ``group`` (auto commit off) assigns all queues of ``topic``, seeks each to
     offset 0 and polls until every spec arrived (``recv`` with ``phase`` "poll" and ``queue_offset``),
-    then commits synchronously and emits ``committed`` (``queue_id``, ``offset`` as read back from the
-    broker) for every queue. Then it seeks queue ``seek.queue_id`` to ``seek.offset`` and polls until
-    ``after_seek`` arrived again (``recv`` with ``phase`` "seek"), lingering ``linger`` for strays.
+    then commits synchronously and emits ``committed`` (``queue_id``, ``offset``: the committed offset
+    the client reports) for every queue. Then it seeks queue ``seek.queue_id`` to ``seek.offset`` and
+    polls until ``after_seek`` arrived again (``recv`` with ``phase`` "seek"), lingering ``linger`` for
+    strays, and shuts down without committing again. The broker must then hold the first commit.
     """
     msgs = [dict(m, shard=i % 4) for i, m in enumerate(messages("lite", 8))]
     seek = {"queue_id": 1, "offset": 1}
@@ -434,6 +437,9 @@ def lite_pull_check(events: Events, params: dict, probe: Probe) -> str | None:
     committed = {e["queue_id"]: e["offset"] for e in events if e["kind"] == "committed"}
     if committed != per_queue:
         return f"committed offsets {committed}, wanted {per_queue}"
+    stored = {q: probe.consumer_offset(params["group"], params["topic"], q) for q in per_queue}
+    if stored != per_queue:
+        return f"the broker holds offsets {stored} for the group, committed {per_queue}"
     again = [e for e in received(events) if e.get("phase") == "seek"]
     seek = params["seek"]
     stray = [e["body"] for e in again if e["queue_id"] != seek["queue_id"] or e.get("queue_offset", seek["offset"]) < seek["offset"]]
