@@ -105,7 +105,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m interop", description="Run real RocketMQ clients against a running rmqtx.")
     parser.add_argument("--namesrv", required=True, help="name server address, e.g. 127.0.0.1:9876")
     parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
-    parser.add_argument("--clients", default="cpp,node,python,java", help="comma-separated columns: cpp,node,python,java")
+    parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python)")
+    parser.add_argument("--no-containers", action="store_true", help="run the Java columns' JVMs on the host, not in the podman image")
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all)")
     parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
     parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
@@ -116,7 +117,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     drivers = all_drivers()
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    for driver in drivers.values():
+        if hasattr(driver, "containers"):
+            driver.containers = not args.no_containers
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else list(drivers)
     unknown = [c for c in clients if c not in drivers]
     if unknown:
         print(f"unknown client(s) {unknown}; choose from {sorted(drivers)}", file=sys.stderr)

@@ -79,9 +79,18 @@ class Driver:
 
 
 def all_drivers() -> dict[str, Driver]:
+    """Every column this checkout has a driver for, in table order (go only where interop/drivers/go.py exists)."""
+    import importlib.util
+
     from interop.drivers.cpp import CppDriver
-    from interop.drivers.java import JavaDriver
+    from interop.drivers.java import Java5Driver, JavaDriver
     from interop.drivers.node import NodeDriver
     from interop.drivers.python import PythonDriver
 
-    return {d.name: d for d in (CppDriver(), NodeDriver(), PythonDriver(), JavaDriver())}
+    drivers: list[Driver] = [JavaDriver(), Java5Driver()]
+    if importlib.util.find_spec("interop.drivers.go") is not None:
+        from interop.drivers.go import GoDriver  # type: ignore[import-not-found]
+
+        drivers.append(GoDriver())
+    drivers += [CppDriver(), NodeDriver(), PythonDriver()]
+    return {d.name: d for d in drivers}

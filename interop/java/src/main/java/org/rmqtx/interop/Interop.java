@@ -601,7 +601,7 @@ public final class Interop {
         SendResult result = producer.send(message(spec));
         sent(spec, at, result);
         DefaultMQAdminExt admin = admin();
-        MessageExt byOffset = admin.viewMessage(result.getOffsetMsgId());
+        MessageExt byOffset = admin.viewMessage(str("topic"), result.getOffsetMsgId()); // 5.x has only this form
         emit("found", "how", "offset_id", "body", new String(byOffset.getBody(), StandardCharsets.UTF_8));
         MessageExt byUniq = null;
         for (int i = 0; i < 50 && byUniq == null; i++) { // the index is built behind the commit log
@@ -646,7 +646,13 @@ public final class Interop {
 
     private void adminTopic() throws Exception {
         DefaultMQAdminExt admin = admin();
-        admin.createTopic("TBW102", str("topic"), 4); // the key topic whose brokers get the new one
+        // the key topic whose brokers get the new one; 5.x added a topic-attributes argument
+        try {
+            DefaultMQAdminExt.class.getMethod("createTopic", String.class, String.class, int.class, Map.class)
+                .invoke(admin, "TBW102", str("topic"), 4, new LinkedHashMap<String, String>());
+        } catch (NoSuchMethodException e) {
+            DefaultMQAdminExt.class.getMethod("createTopic", String.class, String.class, int.class).invoke(admin, "TBW102", str("topic"), 4);
+        }
         Set<String> topics = new HashSet<String>();
         for (int i = 0; i < 50 && !topics.contains(str("topic")); i++) {
             topics = admin.fetchAllTopicList().getTopicList();
