@@ -44,7 +44,7 @@ def run_flags(cli: list[str]) -> list[str]:
     Podman gives root containers nofile/nproc limits of about a million, which runc may not set
     under a lower hard limit ("error setting rlimit type 7/6"); ask for what this process may have.
     """
-    flags = ["--rm", "-i", "--network", "host", "-e", "HOME=/tmp"]
+    flags = ["--rm", "-i", "--network", "host", "-e", "HOME=/tmp", "-e", "LANG=C.UTF-8", "-e", "LC_ALL=C.UTF-8"]
     if cli[0] == "podman":
         flags += ["-v", "/sys:/sys", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:ro"]
         nofile = _hard(resource.RLIMIT_NOFILE, 65536)

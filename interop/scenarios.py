@@ -411,8 +411,9 @@ def request_reply_check(events: Events, params: dict, probe: Probe) -> str | Non
 
 def lite_pull_build(ctx: Context) -> dict:
     """op ``lite_pull``: send the specs (each to queue ``shard``, emitting ``sent`` with ``queue_id``).
-    A lite pull consumer of ``group`` (auto commit off) assigns all queues of ``topic``, seeks each to
-    offset 0 and polls until every spec arrived (``recv`` with ``phase`` "poll" and ``queue_offset``),
+    A lite pull consumer of ``group`` (auto commit off, CONSUME_FROM_FIRST_OFFSET; the group has no
+    offsets yet, so it starts at 0: a seek right after assign races the first pulls in the 5.x client)
+    assigns all queues of ``topic`` and polls until every spec arrived (``recv`` with ``phase`` "poll" and ``queue_offset``),
     then commits synchronously and emits ``committed`` (``queue_id``, ``offset``: the committed offset
     the client reports) for every queue. Then it seeks queue ``seek.queue_id`` to ``seek.offset`` and
     polls until ``after_seek`` arrived again (``recv`` with ``phase`` "seek"), lingering ``linger`` for

@@ -15,7 +15,7 @@ from interop import container, javabuild
 from interop.drivers import CellRun, Driver
 
 #: Start-up costs more CPU than the cells' work: one compiler tier, one GC thread.
-JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"]
+JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Dfile.encoding=UTF-8", "-Dsun.jnu.encoding=UTF-8"]
 
 _builds: dict[str, "javabuild.JavaBuild | str"] = {}
 _image: tuple[str | None, str] | None = None

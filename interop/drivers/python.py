@@ -420,7 +420,7 @@ async def op_lite_pull(p: dict) -> None:
     consumer = PullConsumer(p["group"], p["namesrv"], offset_store_dir=tempfile.mkdtemp(prefix="offsets-"))
     await consumer.start()
     queues = await consumer.fetch_queues(p["topic"])
-    position = {mq: 0 for mq in queues}  # assign all, seek each to 0
+    position = {mq: 0 for mq in queues}  # assign all; a new group starts at the first offset
 
     async def poll_until(want: list[str], phase: str, seconds: float) -> None:
         got: set[str] = set()

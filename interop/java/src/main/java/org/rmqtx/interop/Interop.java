@@ -51,6 +51,9 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 public final class Interop {
     static final byte[] ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".getBytes(StandardCharsets.US_ASCII);
 
+    /** The default 3 s also covers the first route lookup: too short when many JVMs start at once on a small CI machine. */
+    static final int SEND_TIMEOUT_MS = 10000;
+
     private final Map<String, Object> p;
     /** Property names any spec carries: their values are reported with each received message. */
     private final Set<String> propNames = new HashSet<String>();
@@ -75,6 +78,7 @@ public final class Interop {
             Map<String, Object> params = (Map<String, Object>) Json.parse(args[1]);
             new Interop(params).run(args[0]);
         } catch (Throwable e) {
+            e.printStackTrace(); // stderr: kept in the runner's --log-dir
             emit("error", "error", e.getClass().getSimpleName() + ": " + e.getMessage());
         }
         System.exit(0); // client threads are not all daemons
@@ -234,6 +238,7 @@ public final class Interop {
         DefaultMQProducer producer = new DefaultMQProducer(str("producer_group"));
         producer.setNamesrvAddr(str("namesrv"));
         producer.setInstanceName(str("producer_group"));
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.start();
         return producer;
     }
@@ -551,6 +556,7 @@ public final class Interop {
         TransactionMQProducer producer = new TransactionMQProducer(str("producer_group"));
         producer.setNamesrvAddr(str("namesrv"));
         producer.setInstanceName(str("producer_group"));
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.setTransactionListener(new TransactionListener() {
             @Override
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
@@ -707,6 +713,7 @@ public final class Interop {
         final DefaultMQProducer replier = new DefaultMQProducer(str("producer_group") + "_reply");
         replier.setNamesrvAddr(str("namesrv"));
         replier.setInstanceName(str("producer_group") + "_reply");
+        replier.setSendMsgTimeout(SEND_TIMEOUT_MS);
         replier.start();
         final Members members = new Members();
         members.then = m -> {
@@ -744,12 +751,10 @@ public final class Interop {
         consumer.setNamesrvAddr(str("namesrv"));
         consumer.setInstanceName(str("group"));
         consumer.setAutoCommit(false);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.start();
         Collection<MessageQueue> queues = consumer.fetchMessageQueues(str("topic"));
         consumer.assign(queues);
-        for (MessageQueue mq : queues) {
-            consumer.seek(mq, 0);
-        }
         Set<String> got = new HashSet<String>();
         pollUntil(consumer, bodies("messages"), "poll", got);
         consumer.commitSync();
