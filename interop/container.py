@@ -31,7 +31,7 @@ JAVA_IN_IMAGE = "/opt/java/bin/java"
 def engine() -> list[str] | None:
     """The container CLI with its flags: podman with runc (crun fails on rlimits here), else docker."""
     if shutil.which("podman"):
-        runtime = ["--runtime", "runc"] if shutil.which("runc") else []
+        runtime = ["--runtime", "runc"] if shutil.which("runc") or os.path.exists("/usr/sbin/runc") else []
         return ["podman", *runtime]
     if shutil.which("docker"):
         return ["docker"]

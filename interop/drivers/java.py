@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import uuid
 
 from interop import container, javabuild
@@ -54,7 +55,10 @@ class JavaDriver(Driver):
             return None
         self.cli = container.engine()
         self.tag, why = shared_image()
-        return None if self.tag else f"no container image: {why}"
+        if not self.tag:
+            return f"no container image: {why}"
+        print(f"[{self.name}] cells run in container image {self.tag} ({' '.join(self.cli)})", file=sys.stderr, flush=True)
+        return None
 
     def command(self, op: str, params: dict) -> list[str]:
         assert self.build is not None
