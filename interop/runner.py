@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -80,9 +81,15 @@ def run_matrix(probe: Probe, ctx: Context, drivers: list[Driver], scenarios: lis
     cells = [(s, d) for s in scenarios for d in ready]
     cells.sort(key=lambda sd: -cell_timeout(sd[0].params(ctx, sd[1].name)))
 
+    slots = {d.slot[0]: threading.Semaphore(d.slot[1]) for d in ready if d.slot}
+
     def one(cell: tuple[Scenario, Driver]) -> None:
         scenario, driver = cell
-        result = run_cell(scenario, driver, ctx, probe, log_dir)
+        if driver.slot:
+            with slots[driver.slot[0]]:
+                result = run_cell(scenario, driver, ctx, probe, log_dir)
+        else:
+            result = run_cell(scenario, driver, ctx, probe, log_dir)
         results[scenario.key, driver.name] = result
         print(f"[{driver.name}] {scenario.title}: {result.text()} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
 
@@ -107,6 +114,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
     parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python)")
     parser.add_argument("--no-containers", action="store_true", help="run the Java columns' JVMs on the host, not in the podman image")
+    parser.add_argument("--java-image", help="run the Java cells in this prebuilt image (interop/java/Dockerfile, target client)")
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all)")
     parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
     parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
@@ -120,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     for driver in drivers.values():
         if hasattr(driver, "containers"):
             driver.containers = not args.no_containers
+            driver.image = args.java_image
     clients = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else list(drivers)
     unknown = [c for c in clients if c not in drivers]
     if unknown:

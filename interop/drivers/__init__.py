@@ -43,6 +43,8 @@ class Driver:
 
     name = ""
     unsupported: dict[str, str] = {}
+    #: (name, n): at most n cells of all drivers sharing the name run at once (JVM start-ups are CPU-bound).
+    slot: tuple[str, int] | None = None
 
     def prepare(self) -> str | None:
         """Once per matrix run; a reason when the whole column must be skipped."""

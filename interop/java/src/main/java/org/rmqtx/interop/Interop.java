@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
+import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -53,6 +54,8 @@ public final class Interop {
 
     /** The default 3 s also covers the first route lookup: too short when many JVMs start at once on a small CI machine. */
     static final int SEND_TIMEOUT_MS = 10000;
+    /** Name server and broker calls (route lookups at start-up among them): the default 3 s, for the same reason. */
+    static final int API_TIMEOUT_MS = 10000;
 
     private final Map<String, Object> p;
     /** Property names any spec carries: their values are reported with each received message. */
@@ -93,6 +96,14 @@ public final class Interop {
         }
         System.out.println(Json.write(event));
         System.out.flush();
+    }
+
+    /** Every client of a cell: its own name server and a longer API timeout. */
+    private <T extends ClientConfig> T client(T config, String instance) {
+        config.setNamesrvAddr(str("namesrv"));
+        config.setInstanceName(instance);
+        config.setMqClientApiTimeout(API_TIMEOUT_MS);
+        return config;
     }
 
     static double now() {
@@ -236,8 +247,7 @@ public final class Interop {
 
     private DefaultMQProducer producer() throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer(str("producer_group"));
-        producer.setNamesrvAddr(str("namesrv"));
-        producer.setInstanceName(str("producer_group"));
+        client(producer, str("producer_group"));
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.start();
         return producer;
@@ -308,8 +318,7 @@ public final class Interop {
             for (int i = base; i < base + count; i++) {
                 final int member = i;
                 DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-                consumer.setNamesrvAddr(str("namesrv"));
-                consumer.setInstanceName(group + "-" + member);
+                client(consumer, group + "-" + member);
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 consumer.setMaxReconsumeTimes(maxReconsume);
                 if (broadcast) {
@@ -554,8 +563,7 @@ public final class Interop {
         final Members members = new Members();
         members.start();
         TransactionMQProducer producer = new TransactionMQProducer(str("producer_group"));
-        producer.setNamesrvAddr(str("namesrv"));
-        producer.setInstanceName(str("producer_group"));
+        client(producer, str("producer_group"));
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.setTransactionListener(new TransactionListener() {
             @Override
@@ -594,8 +602,7 @@ public final class Interop {
 
     private DefaultMQAdminExt admin() throws Exception {
         DefaultMQAdminExt admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(str("namesrv"));
-        admin.setInstanceName("admin-" + str("group"));
+        client(admin, "admin-" + str("group"));
         admin.start();
         return admin;
     }
@@ -711,8 +718,7 @@ public final class Interop {
 
     private void requestReply() throws Exception {
         final DefaultMQProducer replier = new DefaultMQProducer(str("producer_group") + "_reply");
-        replier.setNamesrvAddr(str("namesrv"));
-        replier.setInstanceName(str("producer_group") + "_reply");
+        client(replier, str("producer_group") + "_reply");
         replier.setSendMsgTimeout(SEND_TIMEOUT_MS);
         replier.start();
         final Members members = new Members();
@@ -748,8 +754,7 @@ public final class Interop {
         sendSharded(producer);
         producer.shutdown();
         DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(str("group"));
-        consumer.setNamesrvAddr(str("namesrv"));
-        consumer.setInstanceName(str("group"));
+        client(consumer, str("group"));
         consumer.setAutoCommit(false);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         consumer.start();
