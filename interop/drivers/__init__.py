@@ -81,18 +81,11 @@ class Driver:
 
 
 def all_drivers() -> dict[str, Driver]:
-    """Every column this checkout has a driver for, in table order (go only where interop/drivers/go.py exists)."""
-    import importlib.util
-
+    """Every column, in table order."""
     from interop.drivers.cpp import CppDriver
+    from interop.drivers.go import GoDriver
     from interop.drivers.java import Java5Driver, JavaDriver
     from interop.drivers.node import NodeDriver
     from interop.drivers.python import PythonDriver
 
-    drivers: list[Driver] = [JavaDriver(), Java5Driver()]
-    if importlib.util.find_spec("interop.drivers.go") is not None:
-        from interop.drivers.go import GoDriver  # type: ignore[import-not-found]
-
-        drivers.append(GoDriver())
-    drivers += [CppDriver(), NodeDriver(), PythonDriver()]
-    return {d.name: d for d in drivers}
+    return {d.name: d for d in (JavaDriver(), Java5Driver(), GoDriver(), CppDriver(), NodeDriver(), PythonDriver())}

@@ -189,6 +189,14 @@ class ClientManager:
     def consumer_group(self, group: str) -> ConsumerGroupInfo | None:
         return self.consumers.get(group)
 
+    def producer_by_client_id(self, client_id: str) -> ClientChannel | None:
+        """The live connection of the client instance ``client_id`` as a producer (a reply goes there)."""
+        for members in self.producers.values():
+            for channel in members.values():
+                if channel.client_id == client_id and not channel.conn.closed:
+                    return channel
+        return None
+
     def producer_channel(self, group: str) -> ClientChannel | None:
         """A live producer of ``group`` (transaction check-back goes there)."""
         for channel in self.producers.get(group, {}).values():

@@ -71,6 +71,8 @@ class BrokerConfig:
     regionId: str = "DefaultRegion"
     traceOn: bool = True
     rejectTransactionMessage: bool = False
+    #: SEND_REPLY_MESSAGE(_V2): also store the reply on its topic (<cluster>_REPLY_TOPIC), not only push it.
+    storeReplyMessageEnable: bool = True
     transactionCheckInterval: int = 60000
     transactionTimeOut: int = 6000
     transactionCheckMax: int = 15

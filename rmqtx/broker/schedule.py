@@ -11,9 +11,9 @@ from twisted.logger import Logger
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.broker.topics import SCHEDULE_TOPIC
-from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties
+from rmqtx.broker.reput import due_copy
+from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
 from rmqtx.store.record import RecordError, decode_record, parse_delay_levels
-from rmqtx.store.results import MessageToStore
 
 log = Logger(namespace="rmqtx.broker.schedule")
 
@@ -58,7 +58,9 @@ class ScheduleMessageService:
             return topic, queue_id
         if level <= 0:
             return topic, queue_id
-        level = min(level, self.max_level)
+        if level > self.max_level:
+            level = self.max_level
+            props[PROPERTY_DELAY] = str(level)  # Java stores the capped level
         props[PROPERTY_REAL_TOPIC] = topic
         props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
         return SCHEDULE_TOPIC, level - 1
@@ -118,25 +120,9 @@ class ScheduleMessageService:
             self._dirty = True
 
     def _reput(self, record) -> None:
-        """Put the scheduled copy on its real topic; its properties string is kept as it was."""
-        props = parse_properties(record.properties)
-        topic = props.get(PROPERTY_REAL_TOPIC)
-        queue_text = props.get(PROPERTY_REAL_QUEUE_ID, "0")
-        if not topic or not queue_text.lstrip("-").isdigit():
-            log.error("scheduled record at {offset} has no real topic/queue; dropped", offset=record.physical_offset)
+        """Put the scheduled copy on its real topic as Java does (its DELAY stays in the stored string)."""
+        copy = due_copy(record)
+        if copy is None:
+            log.error("scheduled record at {offset} has no usable real topic/queue; dropped", offset=record.physical_offset)
             return
-        self.store.put_message(
-            MessageToStore(
-                topic=topic,
-                queue_id=int(queue_text),
-                flag=record.flag,
-                body=record.body,
-                properties=record.properties,
-                sys_flag=record.sys_flag,
-                born_timestamp=record.born_timestamp,
-                born_host=(record.born_host, record.born_port),
-                store_host=(record.store_host, record.store_port),
-                reconsume_times=record.reconsume_times,
-                prepared_transaction_offset=record.prepared_transaction_offset,
-            )
-        )
+        self.store.put_message(copy)

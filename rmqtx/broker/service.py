@@ -63,6 +63,7 @@ class BrokerService(service.Service):
         clients = ClientManager(self._notify_consumers)
         offsets = ConsumerOffsetManager(cfg.storePathRootDir)
         holds = PullHoldService(self.reactor)
+        schedule = ScheduleMessageService(store, cfg.storePathRootDir, cfg.messageDelayLevel)
         filters = ConsumerFilterManager(cfg, lambda group: clients.consumer_group(group) is not None)
         ctx = BrokerContext(
             config=cfg,
@@ -73,9 +74,10 @@ class BrokerService(service.Service):
             clients=clients,
             holds=holds,
             registrar=NamesrvRegistrar(cfg, topics, self._namesrv_client),
-            schedule=ScheduleMessageService(store, cfg.storePathRootDir, cfg.messageDelayLevel),
+            schedule=schedule,
             locks=RebalanceLockManager(),
-            transactions=TransactionService(cfg, store, topics, offsets, clients, lambda: (cfg.brokerIP1, cfg.listenPort)),
+            transactions=TransactionService(cfg, store, topics, offsets, clients, lambda: (cfg.brokerIP1, cfg.listenPort),
+                                          schedule=schedule),
             filters=filters,
             stats=BrokerStats(),
         )

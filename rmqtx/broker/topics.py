@@ -7,7 +7,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from twisted.logger import Logger
+
 from rmqtx.broker.jsonfiles import JsonConfigFile
+
+log = Logger(namespace="rmqtx.broker.topics")
 
 PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
 DEFAULT_TOPIC = "TBW102"
@@ -126,7 +130,11 @@ class TopicConfigManager:
         if not data:
             return
         for name, raw in (data.get("topicConfigTable") or {}).items():
-            self.table[name] = TopicConfig.from_json(raw)
+            tc = self.table[name] = TopicConfig.from_json(raw)
+            if name.startswith(DLQ_PREFIX) and tc.perm == PERM_WRITE:
+                # earlier rmqtx made DLQs write-only, so nobody could consume them; Java makes them read+write
+                tc.perm = PERM_READ | PERM_WRITE
+                log.warn("{topic} was write-only (an rmqtx bug); it is now readable", topic=name)
         version = data.get("dataVersion") or {}
         self.data_version = DataVersion(int(version.get("counter", 0)), int(version.get("timestamp", 0)) or None)
 

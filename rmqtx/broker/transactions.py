@@ -14,6 +14,7 @@ from typing import Callable
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqtx.broker.reput import committed_copy
 from rmqtx.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties, properties_to_string
 from rmqtx.remoting.codes import RequestCode
@@ -41,7 +42,7 @@ class TransactionError(Exception):
 
 class TransactionService:
     def __init__(self, config, store, topics, offsets, clients, store_host: Callable[[], tuple[str, int]],
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, schedule=None) -> None:
         self.config = config
         self.store = store
         self.topics = topics
@@ -52,6 +53,7 @@ class TransactionService:
         self.resolved_offsets: set[int] = set()  # half queue offsets with an op record
         self.resolved_ids: set[str] = set()  # transactions (UNIQ_KEY) already committed or rolled back
         self._loop: task.LoopingCall | None = None
+        self.schedule = schedule  # the ScheduleMessageService, for committed copies that carry a delay level
 
     # -- life -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -128,22 +130,13 @@ class TransactionService:
         return d.addCallback(lambda _: self._write_op(half))
 
     def _put_final(self, half, props: dict[str, str]) -> "defer.Deferred[PutResult]":
-        """The committed copy: real topic and queue, the half's properties string as it was."""
-        return self.store.put_message(
-            MessageToStore(
-                topic=props[PROPERTY_REAL_TOPIC],
-                queue_id=int(props.get(PROPERTY_REAL_QUEUE_ID, "0")),
-                flag=half.flag,
-                body=half.body,
-                properties=half.properties,
-                sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | COMMIT,
-                born_timestamp=half.born_timestamp,
-                born_host=(half.born_host, half.born_port),
-                store_host=self.store_host(),
-                reconsume_times=half.reconsume_times,
-                prepared_transaction_offset=half.physical_offset,
-            )
-        )
+        """The committed copy on its real topic; a DELAY level still in it sends it through the schedule topic, as in Java."""
+        copy, routing = committed_copy(half)
+        if self.schedule is not None:
+            topic, queue_id = self.schedule.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
+            if topic != copy.topic:
+                copy.topic, copy.queue_id, copy.properties = topic, queue_id, properties_to_string(routing)
+        return self.store.put_message(copy)
 
     def _write_op(self, half) -> "defer.Deferred[PutResult]":
         self.topics.create_system_topic(TRANS_OP_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
@@ -187,8 +180,7 @@ class TransactionService:
             if times >= self.config.transactionCheckMax:
                 self._discard(half)
             else:
-                props[PROPERTY_CHECK_TIMES] = str(times + 1)
-                props[PROPERTY_WAIT] = "false"
+                props[PROPERTY_CHECK_TIMES] = str(times + 1)  # Java's WAIT=false goes in the map only, not the stored string
                 self._renew_and_ask(half, props)
             offset += 1
         self.offsets.commit(CHECK_GROUP, TRANS_HALF_TOPIC, 0, offset)

@@ -5,6 +5,7 @@ from rmqtx.client.consumer import ConsumeContext, ConsumeStatus, OrderlyStatus, 
 from rmqtx.client.errors import MQBrokerError, MQClientError, MQError
 from rmqtx.client.message import Message, MessageExt, MessageQueue, PullResult, PullStatus, SendResult, SendStatus, TransactionState
 from rmqtx.client.producer import Producer, TransactionProducer
+from rmqtx.client.request_reply import RequestTimeoutError, create_reply_message
 
 __all__ = [
     "ClientConfig",
@@ -22,8 +23,10 @@ __all__ = [
     "PullResult",
     "PullStatus",
     "PushConsumer",
+    "RequestTimeoutError",
     "SendResult",
     "SendStatus",
     "TransactionProducer",
     "TransactionState",
+    "create_reply_message",
 ]

@@ -16,6 +16,7 @@ from twisted.logger import Logger
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError
 from rmqtx.client.message import PROPERTY_PGROUP, MessageExt, MessageQueue
+from rmqtx.client.request_reply import ReplyWaiters
 from rmqtx.client.route import MASTER_ID, TopicRoute
 from rmqtx.common import fastjson
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
@@ -63,6 +64,7 @@ class MQClientInstance:
         self.config = config
         self.reactor = reactor
         self.client_id = config.client_id
+        self.replies = ReplyWaiters()  # Producer.request calls waiting for the broker's push
         dispatcher = Dispatcher()
         dispatcher.register_many(
             {
@@ -71,6 +73,7 @@ class MQClientInstance:
                 RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offset,
                 RequestCode.GET_CONSUMER_RUNNING_INFO: self._on_running_info,
                 RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
+                RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: self.replies.on_push,
             }
         )
         self.remoting = RemotingClient(reactor, dispatcher=dispatcher)

@@ -12,7 +12,7 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from rmqtx.client.config import ClientConfig
-from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError
+from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError, MQError
 from rmqtx.client.message import (
     PROPERTY_DELAY,
     PROPERTY_PGROUP,
@@ -31,6 +31,7 @@ from rmqtx.client.message import (
 )
 from rmqtx.client.mq_client import DEFAULT_TOPIC, MQClientInstance, get_client_instance
 from rmqtx.client.msgid import create_uniq_id
+from rmqtx.client.request_reply import is_reply, mark_request, timeout_error
 from rmqtx.client.route import QueueSelector
 from rmqtx.client.util import call_user, deferred, java_fields
 from rmqtx.common.message import properties_to_string
@@ -168,6 +169,34 @@ class Producer:
         assert result is not None
         return result
 
+    @deferred
+    async def request(self, msg: Message, timeout: float) -> MessageExt:
+        """DefaultMQProducer.request: send ``msg`` and wait up to ``timeout`` s for the reply pushed back.
+
+        Raises RequestTimeoutError when the send worked but no reply came, MQClientError when the send failed.
+        """
+        client = self._running()
+        started = time.monotonic()
+        correlation_id = mark_request(msg, client.client_id, timeout)
+        if msg.topic not in client.routes:  # first request on this topic: route, then tell the brokers who we are
+            await self.publish_queues(msg.topic)
+            await client.send_heartbeat()
+        waiter = client.replies.add(correlation_id)
+        try:
+            try:
+                await self._send(msg, None, None, None, timeout - (time.monotonic() - started), oneway=False)
+            except MQError as exc:
+                raise MQClientError(NO_CODE, f"send request message to <{msg.topic}> fail: {exc}") from exc
+            remaining = timeout - (time.monotonic() - started)
+            if not waiter.called:
+                waiter.addTimeout(max(remaining, 0.0), client.reactor)
+            try:
+                return await waiter
+            except defer.TimeoutError:
+                raise timeout_error(msg.topic, timeout) from None
+        finally:
+            client.replies.discard(correlation_id)
+
     async def publish_queues(self, topic: str) -> list[MessageQueue]:
         """Writable queues of ``topic``; an unknown topic borrows TBW102's route (auto-creation)."""
         client = self._running()
@@ -263,7 +292,7 @@ class Producer:
             brokerName=mq.broker_name,
         )
         fields, order = send_header_to_v2(header)
-        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_REPLY_MESSAGE_V2 if is_reply(msg) else RequestCode.SEND_MESSAGE_V2
         request = RemotingCommand.request(code, fields, body)
         request.fast_keys = order
         return request

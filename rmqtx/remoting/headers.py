@@ -320,3 +320,24 @@ class TopicRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_BROKER, GET_TOPIC_STATS_INFO and the like."""
 
     topic: str
+
+
+# -- request-reply ---------------------------------------------------------------------------
+@dataclass(slots=True)
+class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT (326): the broker hands a reply to the requesting client."""
+
+    producerGroup: str
+    topic: str
+    defaultTopic: str
+    defaultTopicQueueNums: int
+    queueId: int
+    sysFlag: int
+    bornTimestamp: int
+    flag: int
+    properties: Optional[str] = None
+    reconsumeTimes: Optional[int] = None
+    unitMode: bool = False
+    bornHost: str = ""
+    storeHost: str = ""
+    storeTimestamp: int = 0

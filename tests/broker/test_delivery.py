@@ -8,10 +8,12 @@ import orjson
 from twisted.internet import defer, reactor, task
 from twisted.trial import unittest
 
+from rmqtx.broker.jsonfiles import loads_fastjson
 from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader, QueryMessageRequestHeader
 from rmqtx.store.record import decode_offset_msg_id
 from tests.broker.inprocess import InProcessCluster
+from tests.broker.test_reput import java_store_records
 from tests.broker.wire import decode_records, props_of, pull, send
 
 FAST_LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
@@ -25,7 +27,7 @@ class DeliveryTest(unittest.TestCase):
     timeout = 60
 
     def setUp(self):
-        self.cluster = InProcessCluster(messageDelayLevel=FAST_LEVELS)
+        self.cluster = InProcessCluster(messageDelayLevel=FAST_LEVELS, brokerClusterName="DefaultCluster")
         self.cluster.start()
         self.client = RemotingClient()
         self.addr = self.cluster.broker_addr
@@ -66,6 +68,37 @@ class DeliveryTest(unittest.TestCase):
     def test_delay_levels(self):
         return defer.ensureDeferred(self._delayed())
 
+    async def _delayed_like_java(self) -> None:
+        """The fixture store's level-1 message sent again: both copies' strings equal Java's (WAIT and DELAY kept)."""
+        java = java_store_records()
+        scheduled = next(r for r in java if r.topic == "SCHEDULE_TOPIC_XXXX" and "K-delay-1" in r.properties)
+        delivered = next(r for r in java if r.topic == "S_B" and "K-delay-1" in r.properties)
+        sent_props = {k: v for k, v in props_of(scheduled).items() if k not in ("REAL_TOPIC", "REAL_QID", "CLUSTER")}
+        resp = await send(self.client, self.addr, "S_B", delivered.body, **sent_props)
+        self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
+        store = self.cluster.broker.ctx.store
+        for _ in range(100):
+            got = store.get_message("S_B", 0, 0, 1)
+            if got.messages:
+                break
+            await sleep(0.05)
+        mine = decode_records(store.get_message("SCHEDULE_TOPIC_XXXX", 0, 0, 1).messages[0])[0]
+        self.assertEqual(mine.properties, scheduled.properties)
+        self.assertEqual(decode_records(got.messages[0])[0].properties, delivered.properties)
+
+    async def _capped(self) -> None:
+        resp = await send(self.client, self.addr, "T_capped", b"too late", DELAY="99")
+        self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
+        store = self.cluster.broker.ctx.store
+        (copy,) = decode_records(store.get_message("SCHEDULE_TOPIC_XXXX", 17, 0, 1).messages[0])
+        self.assertEqual(props_of(copy)["DELAY"], "18")
+
+    def test_delay_level_past_the_last_is_capped_in_the_stored_copy(self):
+        return defer.ensureDeferred(self._capped())
+
+    def test_delayed_copies_match_java_store(self):
+        return defer.ensureDeferred(self._delayed_like_java())
+
     async def _send_back(self, offset: int, max_times: int, delay: int = 0) -> RemotingCommand:
         header = ConsumerSendMsgBackRequestHeader(offset=offset, group="C_retry", delayLevel=delay, originTopic="T_retry",
                                                   maxReconsumeTimes=max_times)
@@ -91,19 +124,27 @@ class DeliveryTest(unittest.TestCase):
         self.assertEqual(props["ORIGIN_MESSAGE_ID"], sent.ext_fields["msgId"])
         self.assertEqual(props["DELAY"], "3")
         self.assertEqual((props["KEYS"], props["TAGS"], props["UNIQ_KEY"]), ("k1", "TagA", "ABC"))
-        # fails again with maxReconsumeTimes=1: dead letter queue, write-only, still queryable
+        # fails again with maxReconsumeTimes=1: the DLQ copy is written at once (DELAY=0 replaces the stale 3)
         resp = await self._send_back(again.physical_offset, max_times=1)
         self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
         tc = self.cluster.broker.ctx.topics.get("%DLQ%C_retry")
-        self.assertEqual(tc.perm, 2)
-        store = self.cluster.broker.ctx.store
-        for _ in range(100):  # it keeps DELAY=3 from its retry copy, so (as in Java) it passes the schedule first
-            dead = store.get_message("%DLQ%C_retry", 0, 0, 32)
-            if dead.messages:
+        self.assertEqual((tc.perm, tc.readQueueNums, tc.writeQueueNums, tc.topicSysFlag), (6, 1, 1, 0))
+        resp, dead = await pull(self.client, self.addr, "%DLQ%C_retry", 0, 0, "C_dlq_reader")
+        self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
+        self.assertEqual(len(dead), 1)
+        self.assertEqual(dead[0].reconsume_times, 2)
+        self.assertEqual(props_of(dead[0]), dict(props, WAIT="false", DELAY="0"))
+        self.assertEqual(self.cluster.broker.ctx.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 2), 1)  # one trip only
+        route = None
+        for _ in range(100):  # the broker registers the new topic with the NameServer (oneway)
+            route = await self.client.invoke(self.cluster.namesrv_addr, RemotingCommand.request(
+                RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "%DLQ%C_retry"}))
+            if route.code == ResponseCode.SUCCESS:
                 break
             await sleep(0.05)
-        self.assertEqual(len(dead.messages), 1)
-        self.assertEqual(decode_records(dead.messages[0])[0].reconsume_times, 2)
+        self.assertEqual(route.code, ResponseCode.SUCCESS, route.remark)
+        queues = loads_fastjson(route.body)["queueDatas"]
+        self.assertEqual([(q["perm"], q["readQueueNums"], q["writeQueueNums"]) for q in queues], [(6, 1, 1)])
         header = QueryMessageRequestHeader(topic="%DLQ%C_retry", key="k1", maxNum=32, beginTimestamp=0, endTimestamp=2**63 - 1)
         found = await self.client.invoke(self.addr, header.apply_to(RemotingCommand(RequestCode.QUERY_MESSAGE)))
         self.assertEqual(found.code, ResponseCode.SUCCESS)

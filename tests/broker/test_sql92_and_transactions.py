@@ -148,6 +148,32 @@ class TransactionWireTest(unittest.TestCase):
     def test_commit_once_rollback_never(self):
         return defer.ensureDeferred(self._commit_rollback())
 
+    async def _commit_delayed(self) -> None:
+        """As in Java, a committed copy that still carries a delay level waits in the schedule topic first."""
+        half = await send(self.client, self.addr, "T_tx", b"later", TRAN_MSG="true", PGROUP="P_tx", UNIQ_KEY="U9",
+                          TAGS="TagTx", DELAY="1")
+        await self._end(half, 8)
+        store = self.cluster.broker.ctx.store
+        for _ in range(100):
+            scheduled = store.get_message("SCHEDULE_TOPIC_XXXX", 0, 0, 1).messages
+            if scheduled:
+                break
+            await sleep(0.02)
+        (copy,) = decode_records(scheduled[0])
+        props = props_of(copy)
+        self.assertNotIn("TRAN_MSG", props)  # Java re-writes the string from the map it cleared
+        self.assertEqual((props["REAL_TOPIC"], props["REAL_QID"], props["PGROUP"], props["DELAY"]), ("T_tx", "0", "P_tx", "1"))
+        self.assertEqual(copy.sys_flag & 0xC, 0x8)
+        for _ in range(200):
+            if self._visible():
+                break
+            await sleep(0.05)
+        (due,) = self._visible()
+        self.assertEqual((due.body, due.properties, due.sys_flag & 0xC), (b"later", copy.properties, 0x8))
+
+    def test_committed_copy_with_delay_level_is_scheduled(self):
+        return defer.ensureDeferred(self._commit_delayed())
+
     async def _check_back(self) -> None:
         await self._heartbeat()
         await self._half(b"unknown", "U3")

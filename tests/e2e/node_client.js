@@ -45,7 +45,7 @@ async function failing(nameSrv, topic, group, mode, maxReconsumeTimes, expect, s
   let finish;
   const done = new Promise((resolve) => { finish = resolve; setTimeout(resolve, Number(seconds) * 1000); });
   consumer.subscribe(topic, '*', async (msg) => {
-    emit({ kind: 'recv', body: msg.body.toString(), reconsume: msg.reconsumeTimes, topic: msg.topic });
+    emit({ kind: 'recv', body: msg.body.toString(), reconsume: msg.reconsumeTimes, topic: msg.topic, at: Date.now() / 1000 });
     if (mode === 'always' || msg.reconsumeTimes === 0) throw new Error('fail on purpose');
     if (++settled >= Number(expect)) finish();
   });

@@ -73,3 +73,37 @@ class NodeDeliveryTest(ServerPerTest, unittest.TestCase):
         resp = call(self.server.broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "%DLQ%C_node_dlq", "queueId": 0}))
         self.assertEqual(resp.code, ResponseCode.SUCCESS)
         self.assertEqual(resp.ext_fields["offset"], "1")
+
+
+@unittest.skipUnless(NODE and MODULES.exists(), "node or interop/node/node_modules missing (tox installs them)")
+class NodeDeadLetterTest(ServerPerTest, unittest.TestCase):
+    """Issue 20 with ali-ons: the DLQ copy is stored within a second of the last failed delivery."""
+
+    #: level 3 (the first retry) takes 3 s, so a second trip through the schedule topic would show
+    server_conf = {"messageDelayLevel": "1s 2s 3s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"}
+
+    def node(self, *args: str, timeout: float = 90) -> list[dict]:
+        return run_client([NODE, SCRIPT, args[0], self.server.namesrv, *args[1:]], timeout)
+
+    def test_dead_letter_is_stored_at_once(self) -> None:
+        from rmqtx.remoting import RemotingCommand, RequestCode, ResponseCode
+        from rmqtx.remoting.headers import QueryMessageRequestHeader
+        from rmqtx.store.record import parse_properties
+        from tests.broker.wire import decode_records
+        from tests.e2e.harness import call
+
+        self.server.create_topic("T_node_dead")
+        self.node("produce", "T_node_dead", "P_node_dead", "1")
+        events = self.node("failing", "T_node_dead", "C_node_dead", "always", "1", "99", "9")
+        failed = [e for e in events if e["kind"] == "recv"]
+        self.assertEqual([e["reconsume"] for e in failed], [0, 1])
+        header = QueryMessageRequestHeader(topic="%DLQ%C_node_dead", key="node-key-0", maxNum=32, beginTimestamp=0,
+                                           endTimestamp=2**63 - 1)
+        found = call(self.server.broker, header.apply_to(RemotingCommand(RequestCode.QUERY_MESSAGE)))
+        self.assertEqual(found.code, ResponseCode.SUCCESS, found.remark)
+        (dead,) = decode_records(found.body)
+        self.assertLess(dead.store_timestamp / 1000 - failed[-1]["at"], 1.0)
+        props = parse_properties(dead.properties)
+        self.assertEqual((props["DELAY"], props["WAIT"], props["RETRY_TOPIC"]), ("0", "false", "T_node_dead"))
+        self.assertEqual((props["REAL_TOPIC"], props["TAGS"], props["KEYS"]), ("%RETRY%C_node_dead", "TagA", "node-key-0"))
+        self.assertEqual(dead.reconsume_times, 2)

@@ -14,7 +14,7 @@ from interop.drivers import all_drivers
 from interop.scenarios import SCENARIOS
 from tests.e2e.harness import REPO, Standalone
 
-#: Every column this checkout has a driver for (go only where interop/drivers/go.py exists).
+#: Every column: java, java5, go, cpp, node, python.
 DRIVERS = all_drivers()
 CLIENTS = list(DRIVERS)
 #: Short delay levels keep retry (level 3) and the C++ client's 16 retries before the DLQ quick.
@@ -43,7 +43,7 @@ def matrix() -> tuple[int, str, str]:
         try:
             cmd = [sys.executable, "-m", "interop", "--namesrv", server.namesrv, "--broker", server.broker,
                    "--clients", ",".join(CLIENTS), "--delay-levels", LEVELS, "--jobs", str(JOBS)]
-            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)
+            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)  # a cold go build: ~2 min
             _run = (proc.returncode, proc.stdout, proc.stderr)
         finally:
             server.close()

@@ -11,6 +11,7 @@ from rmqtx.broker.processors.delivery import DeliveryProcessor
 from rmqtx.broker.processors.offsets import OffsetProcessor
 from rmqtx.broker.processors.pull import PullProcessor
 from rmqtx.broker.processors.query import QueryProcessor
+from rmqtx.broker.processors.reply import ReplyProcessor
 from rmqtx.broker.processors.send import SendProcessor
 from rmqtx.broker.processors.transaction import EndTransactionProcessor
 
@@ -27,4 +28,5 @@ ALL = (
     RuntimeAdminProcessor,
     ClientAdminProcessor,
     EndTransactionProcessor,
+    ReplyProcessor,
 )

@@ -9,7 +9,8 @@ import orjson
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.jsonfiles import loads_fastjson, pretty
 from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
-from rmqtx.common.message import parse_properties, properties_to_string
+from rmqtx.broker.reput import sendback_properties
+from rmqtx.common.message import properties_to_string
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader
@@ -17,10 +18,8 @@ from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.record import RecordError, decode_record, record_msg_id
 from rmqtx.store.results import MessageToStore, PutResult
 
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-PROPERTY_WAIT = "WAIT"
-PROPERTY_DELAY = "DELAY"
+#: TopicSysFlag.buildSysFlag(false, true): the unit-sub bit Java sets on a retry topic made for a unit-mode consumer.
+TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 #: Java 3.4.9: from this client version on, the request's maxReconsumeTimes wins over the group's.
 V3_4_9 = 121
 DLQ_QUEUE_NUMS = 1
@@ -53,7 +52,8 @@ class DeliveryProcessor:
             return request.make_response(ResponseCode.SUCCESS)
         topic = RETRY_PREFIX + header.group
         queue_id = random.randrange(group_cfg.retryQueueNums)
-        tc, created = ctx.topics.create_system_topic(topic, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE)
+        sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if header.unitMode else 0
+        tc, created = ctx.topics.create_system_topic(topic, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE, sys_flag)
         if not is_writeable(tc.perm):
             return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
         raw = ctx.store.look_message_by_offset(header.offset)
@@ -63,9 +63,6 @@ class DeliveryProcessor:
             record = None
         if record is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {header.offset}")
-        props = parse_properties(record.properties)
-        props.setdefault(PROPERTY_RETRY_TOPIC, record.topic)
-        props[PROPERTY_WAIT] = "false"
         max_times = group_cfg.retryMaxTimes
         if request.version >= V3_4_9 and header.maxReconsumeTimes is not None:
             max_times = header.maxReconsumeTimes
@@ -73,14 +70,12 @@ class DeliveryProcessor:
         if record.reconsume_times >= max_times or delay < 0:
             topic = DLQ_PREFIX + header.group
             queue_id = random.randrange(DLQ_QUEUE_NUMS)
-            _, dlq_created = ctx.topics.create_system_topic(topic, DLQ_QUEUE_NUMS, PERM_WRITE)
+            _, dlq_created = ctx.topics.create_system_topic(topic, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
             created |= dlq_created
-        else:
-            if delay == 0:
-                delay = 3 + record.reconsume_times
-            props[PROPERTY_DELAY] = str(delay)
-        if not props.get(PROPERTY_ORIGIN_MESSAGE_ID):
-            props[PROPERTY_ORIGIN_MESSAGE_ID] = record_msg_id(record)
+            delay = 0  # Java writes DELAY=0: a stale level from the last retry must not delay the DLQ copy
+        elif delay == 0:
+            delay = 3 + record.reconsume_times
+        props = sendback_properties(record, record_msg_id(record), delay)
         if created:
             ctx.registrar.register_all(oneway=True)
         store_topic, store_queue = ctx.schedule.redirect(topic, queue_id, props, record.sys_flag)
@@ -94,9 +89,8 @@ class DeliveryProcessor:
                 sys_flag=record.sys_flag,
                 born_timestamp=record.born_timestamp,
                 born_host=(record.born_host, record.born_port),
-                store_host=ctx.store_host,
+                store_host=(record.store_host, record.store_port),
                 reconsume_times=record.reconsume_times + 1,
-                prepared_transaction_offset=record.prepared_transaction_offset,
             )
         )
         return d.addCallback(self._sent_back, request)

@@ -124,9 +124,9 @@ class SendProcessor:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{self.ctx.config.brokerIP1}] sending transaction message is forbidden"
             )
-        if not is_batch and not is_half and props.get(PROPERTY_WAIT) == "true":
-            del props[PROPERTY_WAIT]  # Java drops the default WAIT=true of plain messages only
         props[PROPERTY_CLUSTER] = self.ctx.config.brokerClusterName
+        if not is_batch and PROPERTY_WAIT in props:
+            props[PROPERTY_WAIT] = props.pop(PROPERTY_WAIT)  # Java takes WAIT out and puts it back after CLUSTER
         reply_queue = queue_id
         sys_flag = header.sysFlag
         if is_half:
@@ -134,6 +134,8 @@ class SendProcessor:
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
         elif not is_batch:
             topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
+            if topic != SCHEDULE_TOPIC:
+                props.pop(PROPERTY_WAIT, None)  # stored without WAIT; halves and delayed copies keep it, as in Java
         peer = conn.transport.getPeer()
         born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
         if is_batch:
@@ -174,7 +176,7 @@ class SendProcessor:
         if (header.reconsumeTimes or 0) < limit:
             return topic, queue_id
         dlq = DLQ_PREFIX + group
-        _, created = self.ctx.topics.create_system_topic(dlq, 1, PERM_WRITE)
+        _, created = self.ctx.topics.create_system_topic(dlq, 1, PERM_READ | PERM_WRITE)
         if created:
             self.ctx.registrar.register_all(oneway=True)
         return dlq, 0

@@ -1,0 +1,99 @@
+"""The copies the broker writes of a stored message (schedule due, send-back, DLQ, commit), built as Java 4.9.8 builds them.
+
+Java decodes the stored record's properties into a HashMap, changes some keys and writes the map
+back: the new string is in HashMap order, and keys Java only clears from the in-memory map after
+writing the string (DELAY when a delayed message is due, REAL_TOPIC/REAL_QID/TRAN_MSG on commit)
+stay in what is stored. Only the decision where the copy goes uses the cleared map.
+"""
+
+from __future__ import annotations
+
+from rmqtx.common.message import (
+    PROPERTY_DELAY,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_WAIT,
+    parse_properties,
+    properties_to_string,
+)
+from rmqtx.store.record import Record
+from rmqtx.store.results import MessageToStore
+
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
+
+
+def delay_level(props: dict[str, str]) -> int:
+    """Java's getDelayTimeLevel: the DELAY property as an int, 0 when absent."""
+    text = props.get(PROPERTY_DELAY)
+    try:
+        return int(text) if text else 0
+    except ValueError:
+        return 0
+
+
+def sendback_properties(record: Record, offset_msg_id: str, level: int) -> dict[str, str]:
+    """CONSUMER_SEND_MSG_BACK's copy: RETRY_TOPIC kept or set, WAIT=false, DELAY=level (0 for the DLQ), ORIGIN_MESSAGE_ID.
+
+    ``offset_msg_id`` is the record's own offset id: the origin of a first send-back.
+    """
+    props = parse_properties(record.properties)
+    if PROPERTY_RETRY_TOPIC not in props:
+        props[PROPERTY_RETRY_TOPIC] = record.topic
+    props[PROPERTY_WAIT] = "false"
+    props[PROPERTY_DELAY] = str(level)
+    if not (props.get(PROPERTY_ORIGIN_MESSAGE_ID) or "").strip():
+        props[PROPERTY_ORIGIN_MESSAGE_ID] = offset_msg_id
+    return props
+
+
+def due_copy(record: Record) -> MessageToStore | None:
+    """A due SCHEDULE_TOPIC_XXXX record on its real topic and queue; None when it names none (or the half topic).
+
+    The stored string is the decoded map re-written: DELAY, REAL_TOPIC and REAL_QID stay in it.
+    The copy has no prepared transaction offset; store host and reconsume times are the record's.
+    """
+    props = parse_properties(record.properties)
+    topic = props.get(PROPERTY_REAL_TOPIC)
+    queue_text = props.get(PROPERTY_REAL_QUEUE_ID, "")
+    if not topic or topic == "RMQ_SYS_TRANS_HALF_TOPIC" or not queue_text.lstrip("-").isdigit():
+        return None
+    return MessageToStore(
+        topic=topic,
+        queue_id=int(queue_text),
+        flag=record.flag,
+        body=record.body,
+        properties=properties_to_string(props),
+        sys_flag=record.sys_flag,
+        born_timestamp=record.born_timestamp,
+        born_host=(record.born_host, record.born_port),
+        store_host=(record.store_host, record.store_port),
+        reconsume_times=record.reconsume_times,
+    )
+
+
+def committed_copy(half: Record) -> tuple[MessageToStore, dict[str, str]]:
+    """END_TRANSACTION commit: the half message on its real topic, sysFlag COMMIT, every half property kept.
+
+    Also returns the map Java routes with (REAL_TOPIC, REAL_QID and TRAN_MSG cleared): when it
+    still holds a DELAY level the caller sends the copy through the schedule topic, whose string
+    is then re-written from that map.
+    """
+    props = parse_properties(half.properties)
+    copy = MessageToStore(
+        topic=props.get(PROPERTY_REAL_TOPIC, ""),
+        queue_id=int(props.get(PROPERTY_REAL_QUEUE_ID, "0") or 0),
+        flag=half.flag,
+        body=half.body,
+        properties=properties_to_string(props),
+        sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | TRANSACTION_COMMIT,
+        born_timestamp=half.born_timestamp,
+        born_host=(half.born_host, half.born_port),
+        store_host=(half.store_host, half.store_port),
+        reconsume_times=half.reconsume_times,
+        prepared_transaction_offset=half.physical_offset,
+    )
+    routing = {k: v for k, v in props.items() if k not in (PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED)}
+    return copy, routing
