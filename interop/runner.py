@@ -143,5 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.log_dir:
         args.log_dir.mkdir(parents=True, exist_ok=True)
     results = run_matrix(probe, ctx, [drivers[c] for c in clients], scenarios, args.jobs, args.log_dir)
-    print(render(results, clients, scenarios), flush=True)
+    table = render(results, clients, scenarios)
+    if args.log_dir:
+        (args.log_dir / "matrix.md").write_text(table + "\n")
+    print(table, flush=True)
     return 0 if all(cell.status != "FAIL" for cell in results.values()) else 1

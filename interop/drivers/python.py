@@ -390,11 +390,13 @@ async def op_request_reply(p: dict) -> None:
             try:
                 result = await replier.send(create_reply_message(m, (p["reply_prefix"] + body).encode()))
                 emit("replied", body=body, status=result.send_status.name)
+                replied.add(body)
             except Exception as exc:
                 emit("error", error=f"reply to {body}: {type(exc).__name__}: {exc}")
 
         defer.ensureDeferred(send())
 
+    replied: set[str] = set()
     members = Members(p, then=answer)
     await members.start()
     await sleep(p["settle"])
@@ -405,6 +407,7 @@ async def op_request_reply(p: dict) -> None:
             emit("reply", body=spec["body"], reply=reply.body.decode(), topic=reply.topic, at=time.time())
         except Exception as exc:
             emit("error", error=f"request {spec['body']}: {type(exc).__name__}: {exc}")
+    await until(lambda: replied >= set(bodies(p)), p["wait"])  # the reply's send may finish after the requester has it
     await members.stop()
     await prod.shutdown()
     await replier.shutdown()

@@ -722,12 +722,15 @@ public final class Interop {
         replier.setSendMsgTimeout(SEND_TIMEOUT_MS);
         replier.start();
         final Members members = new Members();
+        final Set<String> replied = Collections.synchronizedSet(new HashSet<String>());
         members.then = m -> {
             String body = label(m);
             try {
                 Message reply = MessageUtil.createReplyMessage(m, (str("reply_prefix") + body).getBytes(StandardCharsets.UTF_8));
                 emit("replied", "body", body, "status", replier.send(reply).getSendStatus().name());
+                replied.add(body);
             } catch (Exception e) {
+                e.printStackTrace();
                 emit("error", "error", "reply to " + body + ": " + e);
             }
         };
@@ -744,6 +747,8 @@ public final class Interop {
                 emit("error", "error", "request " + spec.get("body") + ": " + e);
             }
         }
+        final List<String> want = bodies("messages");
+        until(() -> replied.containsAll(want), num("wait")); // the reply's send may return after the requester has it
         members.stop();
         producer.shutdown();
         replier.shutdown();
