@@ -1,4 +1,4 @@
-"""``python -m interop --namesrv HOST:PORT [--clients cpp,node,python,java]``."""
+"""``python -m interop --namesrv HOST:PORT [--clients java,java5,go,cpp,node,python] [--no-containers]``."""
 
 import sys
 

@@ -88,10 +88,25 @@ class Probe:
 
     def query_keys(self, topic: str, key: str) -> list[str]:
         """Bodies of messages of ``topic`` whose KEYS contain ``key`` (QUERY_MESSAGE)."""
+        return [m.body.decode("utf-8", "replace") for m in self._query(topic, key)]
+
+    def consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
+        """The offset the broker stores for ``group`` on one queue (QUERY_CONSUMER_OFFSET); None when it has none."""
+        fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id}
+        resp = call(self.broker, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, fields))
+        if resp.code != ResponseCode.SUCCESS:
+            return None
+        return int((resp.ext_fields or {}).get("offset", -1))
+
+    def stored_sys_flags(self, topic: str, key: str) -> list[int]:
+        """The sysFlag each message of ``topic`` with ``key`` was stored with (bit 0: COMPRESSED)."""
+        return [m.sys_flag for m in self._query(topic, key)]
+
+    def _query(self, topic: str, key: str) -> list:
         from rmqtx.client.message import decode_messages
 
         fields = {"topic": topic, "key": key, "maxNum": 64, "beginTimestamp": 0, "endTimestamp": 2**63 - 1, "_UNIQUE_KEY_QUERY": "false"}
         resp = call(self.broker, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 10)
         if resp.code != ResponseCode.SUCCESS:
             return []
-        return [m.body.decode("utf-8", "replace") for m in decode_messages(resp.body) if key in m.keys]
+        return [m for m in decode_messages(resp.body) if key in m.keys]

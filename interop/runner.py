@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -80,9 +81,15 @@ def run_matrix(probe: Probe, ctx: Context, drivers: list[Driver], scenarios: lis
     cells = [(s, d) for s in scenarios for d in ready]
     cells.sort(key=lambda sd: -cell_timeout(sd[0].params(ctx, sd[1].name)))
 
+    slots = {d.slot[0]: threading.Semaphore(d.slot[1]) for d in ready if d.slot}
+
     def one(cell: tuple[Scenario, Driver]) -> None:
         scenario, driver = cell
-        result = run_cell(scenario, driver, ctx, probe, log_dir)
+        if driver.slot:
+            with slots[driver.slot[0]]:
+                result = run_cell(scenario, driver, ctx, probe, log_dir)
+        else:
+            result = run_cell(scenario, driver, ctx, probe, log_dir)
         results[scenario.key, driver.name] = result
         print(f"[{driver.name}] {scenario.title}: {result.text()} ({result.seconds:.1f} s)", file=sys.stderr, flush=True)
 
@@ -105,7 +112,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m interop", description="Run real RocketMQ clients against a running rmqtx.")
     parser.add_argument("--namesrv", required=True, help="name server address, e.g. 127.0.0.1:9876")
     parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
-    parser.add_argument("--clients", default="cpp,node,python,java", help="comma-separated columns: cpp,node,python,java")
+    parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python)")
+    parser.add_argument("--no-containers", action="store_true", help="run the Java columns' JVMs on the host, not in the podman image")
+    parser.add_argument("--java-image", help="run the Java cells in this prebuilt image (interop/java/Dockerfile, target client)")
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all)")
     parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
     parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
@@ -116,7 +125,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     drivers = all_drivers()
-    clients = [c.strip() for c in args.clients.split(",") if c.strip()]
+    for driver in drivers.values():
+        if hasattr(driver, "containers"):
+            driver.containers = not args.no_containers
+            driver.image = args.java_image
+    clients = [c.strip() for c in args.clients.split(",") if c.strip()] if args.clients else list(drivers)
     unknown = [c for c in clients if c not in drivers]
     if unknown:
         print(f"unknown client(s) {unknown}; choose from {sorted(drivers)}", file=sys.stderr)
@@ -130,5 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.log_dir:
         args.log_dir.mkdir(parents=True, exist_ok=True)
     results = run_matrix(probe, ctx, [drivers[c] for c in clients], scenarios, args.jobs, args.log_dir)
-    print(render(results, clients, scenarios), flush=True)
+    table = render(results, clients, scenarios)
+    if args.log_dir:
+        (args.log_dir / "matrix.md").write_text(table + "\n")
+    print(table, flush=True)
     return 0 if all(cell.status != "FAIL" for cell in results.values()) else 1

@@ -1,13 +1,32 @@
 """The scenario list: what each driver is asked to do (params) and what must have happened (checks).
 
 Drivers only act and report events (one JSON object per line); every expectation lives here so
-the four columns are judged by the same rules.
+the columns are judged by the same rules.
+
+What every driver does, whatever the op (the op-specific parts are in each builder's docstring):
+
+* params always carry ``namesrv``, ``cluster``, ``topic``, ``group``, ``producer_group``, ``wait``,
+  ``settle``, ``linger`` (seconds) and the scenario's own keys; ``messages`` is a list of specs.
+* A message spec has ``body`` (text), ``tags``, ``keys`` (list) and optionally ``props`` (user
+  properties), ``delay`` (level), ``shard`` (queue index: send with a selector picking
+  ``queues[shard % len(queues)]``) and ``size``/``fill``: then the body is ``body_bytes(spec)``
+  below (label, ``#``, generated filler up to ``size`` bytes), which drivers must build identically.
+* ``sent`` events: ``body``, ``at`` (epoch seconds), ``status`` (SendStatus name), ``msg_id``,
+  ``offset_msg_id``; ``queue_id``/``queue_offset`` when the client reports them.
+* ``recv`` events: ``body`` = the body as UTF-8 up to its first ``#`` (the whole body when it has
+  none), ``tags``, ``keys`` (list), ``topic``, ``queue_id``, ``reconsume`` (reconsumeTimes),
+  ``member`` (which consumer of the cell), ``at``; plus ``queue_offset`` when known; ``size`` and
+  ``sha256`` (hex of all body bytes) when the body is longer than 1024 bytes; ``props`` (name ->
+  value or null, for every property name any spec in ``messages`` carries) when some spec has props.
+* ``error`` events: ``error`` (text) for anything that went wrong; any error fails the cell.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 from interop.probe import Probe
@@ -61,6 +80,40 @@ def messages(prefix: str, n: int, tags: str | tuple[str, ...] = "TagA", **extra:
     """Message specs: unique bodies and keys, tags cycling through ``tags``."""
     cycle = (tags,) if isinstance(tags, str) else tags
     return [{"body": f"{prefix}-{i}", "tags": cycle[i % len(cycle)], "keys": [f"{prefix}-key-{i}"], **extra} for i in range(n)]
+
+
+BIG_BODY = 4 * 1024 * 1024 - 1024  # 4 MiB less what the broker's maxMessageSize counts beyond the body
+ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def body_bytes(spec: dict) -> bytes:
+    """The body drivers send. With ``size``: UTF-8 label, ``#``, then filler up to ``size`` bytes.
+
+    ``fill`` "random": filler byte i is ALPHABET[x_i % 64] where x is xorshift32 (x ^= x << 13;
+    x ^= x >> 17; x ^= x << 5, on unsigned 32-bit ints) seeded with 2463534242 and stepped once
+    before each byte (compresses to about 3/4). ``fill`` "repeat": filler byte i is ALPHABET[i % 64]
+    (compresses to almost nothing).
+    """
+    return _body_bytes(spec["body"], spec.get("size"), spec.get("fill"))
+
+
+@lru_cache(maxsize=16)
+def _body_bytes(label_text: str, size: int | None, fill: str | None) -> bytes:
+    label = label_text.encode("utf-8")
+    if size is None:
+        return label
+    n = size - len(label) - 1
+    if fill == "repeat":
+        filler = (ALPHABET * (n // 64 + 1))[:n]
+    else:
+        out, x = bytearray(n), 2463534242
+        for i in range(n):
+            x ^= (x << 13) & 0xFFFFFFFF
+            x ^= x >> 17
+            x ^= (x << 5) & 0xFFFFFFFF
+            out[i] = ALPHABET[x % 64]
+        filler = bytes(out)
+    return label + b"#" + filler
 
 
 # -- shared judgements -------------------------------------------------------------------------
@@ -330,6 +383,179 @@ def progress_check(events: Events, params: dict, probe: Probe) -> str | None:
     return None
 
 
+# -- request-reply, lite pull, DLQ consumption, rebalance, restart, bodies ----------------------
+def request_reply_build(ctx: Context) -> dict:
+    """op ``request_reply``: a responder push consumer (member 0) of ``group`` on ``topic`` starts, then
+    after ``settle`` a producer ``request``s each spec with ``request_timeout`` seconds. For every request
+    the responder receives (``recv``) it builds the reply with the client's reply-message helper (Java
+    ``MessageUtil.createReplyMessage``), body ``reply_prefix`` + request body, sends it with a producer
+    of ``producer_group`` + "_reply" and emits ``replied`` (``body`` = request body, ``status``). The
+    requester emits ``reply`` (``body`` = request body, ``reply`` = reply body text, ``topic``, ``at``)
+    per answer, or an ``error`` on timeout.
+    """
+    return {"messages": messages("req", 3), "reply_prefix": "reply-to-", "request_timeout": 5.0, "settle": SETTLE}
+
+
+def request_reply_check(events: Events, params: dict, probe: Probe) -> str | None:
+    if errors(events):
+        return errors(events)
+    replies = {e["body"]: e for e in events if e["kind"] == "reply"}
+    for m in params["messages"]:
+        got = replies.get(m["body"])
+        if got is None:
+            return f"no reply to {m['body']}"
+        if got["reply"] != params["reply_prefix"] + m["body"]:
+            return f"reply to {m['body']} was {got['reply']!r}"
+    return first(errors(events), delivered_exactly(events, params["messages"]))
+
+
+def lite_pull_build(ctx: Context) -> dict:
+    """op ``lite_pull``: send the specs (each to queue ``shard``, emitting ``sent`` with ``queue_id``).
+    A lite pull consumer of ``group`` (auto commit off, CONSUME_FROM_FIRST_OFFSET; the group has no
+    offsets yet, so it starts at 0: a seek right after assign races the first pulls in the 5.x client)
+    assigns all queues of ``topic`` and polls until every spec arrived (``recv`` with ``phase`` "poll" and ``queue_offset``),
+    then commits synchronously and emits ``committed`` (``queue_id``, ``offset``: the committed offset
+    the client reports) for every queue. Then it seeks queue ``seek.queue_id`` to ``seek.offset`` and
+    polls until ``after_seek`` arrived again (``recv`` with ``phase`` "seek"), lingering ``linger`` for
+    strays, and shuts down without committing again. The broker must then hold the first commit.
+    """
+    msgs = [dict(m, shard=i % 4) for i, m in enumerate(messages("lite", 8))]
+    seek = {"queue_id": 1, "offset": 1}
+    again = [m for m in msgs if m["shard"] == seek["queue_id"]][seek["offset"]:]
+    return {"messages": msgs, "seek": seek, "after_seek": again, "linger": 1.0}
+
+
+def lite_pull_check(events: Events, params: dict, probe: Probe) -> str | None:
+    polled = [e for e in received(events) if e.get("phase") == "poll"]
+    reason = first(errors(events), delivered_exactly(polled, params["messages"]))
+    if reason:
+        return reason
+    for e in polled:
+        shard = next(m["shard"] for m in params["messages"] if m["body"] == e["body"])
+        if e["queue_id"] != shard:
+            return f"{e['body']} sent to queue {shard}, pulled from queue {e['queue_id']}"
+    per_queue = {q: sum(m["shard"] == q for m in params["messages"]) for q in range(4)}
+    committed = {e["queue_id"]: e["offset"] for e in events if e["kind"] == "committed"}
+    if committed != per_queue:
+        return f"committed offsets {committed}, wanted {per_queue}"
+    stored = {q: probe.consumer_offset(params["group"], params["topic"], q) for q in per_queue}
+    if stored != per_queue:
+        return f"the broker holds offsets {stored} for the group, committed {per_queue}"
+    again = [e for e in received(events) if e.get("phase") == "seek"]
+    seek = params["seek"]
+    stray = [e["body"] for e in again if e["queue_id"] != seek["queue_id"] or e.get("queue_offset", seek["offset"]) < seek["offset"]]
+    if stray:
+        return f"after seek to queue {seek['queue_id']} offset {seek['offset']}: got {stray}"
+    return delivered_exactly(again, params["after_seek"])
+
+
+def dlq_consume_build(ctx: Context) -> dict:
+    """op ``dlq_consume``: as op ``dlq`` (member 0 fails every delivery, ``max_reconsume`` retries,
+    ``config`` event), then ``linger`` seconds after the last retry a push consumer of ``dlq_group``
+    (member 1, CONSUME_FROM_FIRST_OFFSET) subscribes to ``%DLQ%`` + ``group`` and consumes until it has
+    every spec; its ``recv`` events carry the topic as the client shows it.
+    """
+    return {"messages": messages("dlqc", 2), "max_reconsume": 1, "linger": 2.0, "wait": 40 + ctx.levels[2] * 2}
+
+
+def dlq_consume_check(events: Events, params: dict, probe: Probe) -> str | None:
+    dlq = "%DLQ%" + params["group"]
+    read = [e for e in received(events, 1)]
+    wrong = [e["topic"] for e in read if e["topic"] != dlq]
+    return first(errors(events), delivered_exactly(received(events, 0), params["messages"]),
+                 delivered_exactly(read, params["messages"], 1), f"DLQ message came under topic {wrong[0]}" if wrong else None)
+
+
+def three_build(ctx: Context) -> dict:
+    """op ``consume`` with three CLUSTERING members started together and 100 sync sends a second later."""
+    return {"model": "CLUSTERING", "members": 3, "expression": "*", "messages": messages("three", 100), "settle": 1.0,
+            "linger": 3.0, "wait": 30.0}
+
+
+def three_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Nothing lost; a message seen twice must have moved between members (a queue handed over)."""
+    seen: dict[str, list[int]] = defaultdict(list)
+    for e in received(events):
+        seen[e["body"]].append(e["member"])
+    twice = sorted(b for b, members in seen.items() if len(members) != len(set(members)))
+    return first(errors(events), delivered_exactly(events, params["messages"]),
+                 f"{twice[0]} delivered twice to one member ({len(twice)} such)" if twice else None)
+
+
+def restart_build(ctx: Context) -> dict:
+    """op ``restart``: a push consumer (member 0, CONSUME_FROM_FIRST_OFFSET) starts, after ``settle``
+    ``messages`` are sent; once it has them all it waits ``linger`` and shuts down (committing offsets).
+    Then ``later`` is sent, a new consumer of the same group (member 1, a fresh client instance and a
+    fresh local offset store) starts, consumes until it has ``later`` and waits ``linger`` for strays.
+    """
+    return {"messages": messages("before", 5), "later": messages("after", 5), "settle": SETTLE, "linger": 2.0}
+
+
+def restart_check(events: Events, params: dict, probe: Probe) -> str | None:
+    return first(errors(events), delivered_exactly(events, params["messages"], 0), delivered_exactly(events, params["later"], 1))
+
+
+def body_scenario_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Sync sends of generated bodies: every one arrives whole (size and SHA-256)."""
+    reason = first(errors(events), sends_ok(events, params), delivered_exactly(events, params["messages"]))
+    if reason:
+        return reason
+    for m in params["messages"]:
+        want = body_bytes(m)
+        for e in received(events):
+            if e["body"] == m["body"] and (e.get("size"), e.get("sha256")) != (len(want), hashlib.sha256(want).hexdigest()):
+                return f"{m['body']}: {e.get('size')} bytes arrived, sent {len(want)} (or the digest differs)"
+    return None
+
+
+def big_build(ctx: Context) -> dict:
+    """op ``send`` (mode sync): one body of BIG_BODY bytes of "random" fill."""
+    return {"mode": "sync", "messages": [dict(m, size=BIG_BODY, fill="random") for m in messages("big", 1)], "wait": 30.0}
+
+
+def compressed_build(ctx: Context) -> dict:
+    """op ``send`` (mode sync): bodies of 16 KiB and 256 KiB "repeat" fill, over every client's compress threshold."""
+    return {"mode": "sync", "messages": [dict(m, size=size, fill="repeat") for m, size in zip(messages("zip", 2), (16384, 262144))]}
+
+
+def compressed_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Whole on arrival, and stored with the COMPRESSED flag (the client did compress them)."""
+    reason = body_scenario_check(events, params, probe)
+    if reason:
+        return reason
+    for m in params["messages"]:
+        flags = probe.stored_sys_flags(params["topic"], m["keys"][0])
+        if not flags:
+            return f"{m['body']} not found by key {m['keys'][0]}"
+        if not flags[0] & 1:
+            return f"{m['body']} stored uncompressed (sysFlag {flags[0]:#x})"
+    return None
+
+
+NON_ASCII_PROPS = {"città": "東京", "ключ": "значение 🚀", "emoji🙂": "ü ß é"}
+
+
+def non_ascii_build(ctx: Context) -> dict:
+    """op ``send`` (mode sync): non-ASCII bodies, tags, keys, property names and values (some outside the BMP)."""
+    msgs = [{"body": f"消息-{i}-Grüße-🚀", "tags": "标签🙂", "keys": [f"键-{i}-ключ-🔑"], "props": dict(NON_ASCII_PROPS, n=str(i))}
+            for i in range(3)]
+    return {"mode": "sync", "messages": msgs, "expression": "标签🙂"}
+
+
+def non_ascii_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Delivered through a non-ASCII tag subscription, properties intact, found by a non-ASCII key."""
+    reason = first(errors(events), sends_ok(events, params), delivered_exactly(events, params["messages"]))
+    if reason:
+        return reason
+    for m in params["messages"]:
+        for e in received(events):
+            if e["body"] == m["body"] and e.get("props") != m["props"]:
+                return f"{m['body']} came with properties {e.get('props')!r}"
+    key = params["messages"][0]["keys"][0]
+    found = probe.query_keys(params["topic"], key)
+    return None if params["messages"][0]["body"] in found else f"not found by key {key} (QUERY_MESSAGE)"
+
+
 def nothing(ctx: Context) -> dict:
     return {}
 
@@ -356,5 +582,13 @@ SCENARIOS: list[Scenario] = [
     Scenario("admin_topic", "admin topic create/list", "admin_topic", nothing, topic_check, create_topic=False),
     Scenario("admin_cluster", "admin cluster info", "admin_cluster", nothing, cluster_info_check, create_topic=False),
     Scenario("admin_progress", "admin consumer progress", "admin_progress", progress_build, progress_check),
+    Scenario("request_reply", "request-reply", "request_reply", request_reply_build, request_reply_check),
+    Scenario("lite_pull", "lite pull assign/seek/commit", "lite_pull", lite_pull_build, lite_pull_check),
+    Scenario("dlq_consume", "consume from the DLQ", "dlq_consume", dlq_consume_build, dlq_consume_check),
+    Scenario("three_consumers", "three consumers, 100 sends", "consume", three_build, three_check),
+    Scenario("restart_resume", "restart resumes at the committed offset", "restart", restart_build, restart_check),
+    Scenario("big_body", "4 MiB body", "send", big_build, body_scenario_check),
+    Scenario("compressed", "compressed bodies", "send", compressed_build, compressed_check),
+    Scenario("non_ascii", "non-ASCII keys and properties", "send", non_ascii_build, non_ascii_check),
 ]
 BY_KEY = {s.key: s for s in SCENARIOS}

@@ -43,6 +43,8 @@ class Driver:
 
     name = ""
     unsupported: dict[str, str] = {}
+    #: (name, n): at most n cells of all drivers sharing the name run at once (JVM start-ups are CPU-bound).
+    slot: tuple[str, int] | None = None
 
     def prepare(self) -> str | None:
         """Once per matrix run; a reason when the whole column must be skipped."""
@@ -79,10 +81,11 @@ class Driver:
 
 
 def all_drivers() -> dict[str, Driver]:
+    """Every column, in table order."""
     from interop.drivers.cpp import CppDriver
     from interop.drivers.go import GoDriver
-    from interop.drivers.java import JavaDriver
+    from interop.drivers.java import Java5Driver, JavaDriver
     from interop.drivers.node import NodeDriver
     from interop.drivers.python import PythonDriver
 
-    return {d.name: d for d in (CppDriver(), NodeDriver(), PythonDriver(), JavaDriver(), GoDriver())}
+    return {d.name: d for d in (JavaDriver(), Java5Driver(), GoDriver(), CppDriver(), NodeDriver(), PythonDriver())}

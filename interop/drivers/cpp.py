@@ -7,6 +7,7 @@ consume status as a number.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import sys
@@ -15,7 +16,7 @@ import time
 from typing import Any, Callable
 
 from interop.drivers import Driver, without_tx_query_admin
-from interop.scenarios import Context, Scenario
+from interop.scenarios import Context, Scenario, body_bytes
 
 CONSUME_SUCCESS, RECONSUME_LATER = 0, 1
 MAX_RECONSUME = 16  # the C API has no setter; the client sends the default
@@ -32,6 +33,8 @@ class CppDriver(Driver):
     unsupported = {
         "sql92_filter": "the C++ client subscribes with tag expressions only",
         **without_tx_query_admin(NO_API),
+        "request_reply": NO_API.format("request-reply API (request / reply message)"),
+        "lite_pull": NO_API.format("lite pull consumer: its pull API reads whole queues, no assign/seek/commit"),
     }
 
     def prepare(self) -> str | None:
@@ -39,11 +42,11 @@ class CppDriver(Driver):
 
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
         """The DLQ comes after the client's fixed 16 retries: feasible only with short delay levels."""
-        if scenario.key == "dlq":
+        if scenario.key in ("dlq", "dlq_consume"):
             retries = sum(ctx.levels[2:2 + MAX_RECONSUME])
             if retries > DLQ_BUDGET:
                 return f"maxReconsumeTimes is fixed at 16 in the C API; 16 retries take {retries:.0f} s with this broker's delay levels"
-            params.update(max_reconsume=MAX_RECONSUME, wait=retries * 2 + 30 + ROUTE_REFRESH_S)
+            params.update(max_reconsume=MAX_RECONSUME, wait=retries * 2 + 30 + ROUTE_REFRESH_S * (2 if scenario.key == "dlq_consume" else 1))
         elif scenario.key == "retry":
             params.update(wait=params["wait"] + ROUTE_REFRESH_S)
         return super().adapt(scenario, params, ctx)
@@ -74,7 +77,7 @@ def message(p: dict, spec: dict):
     from rocketmq.client import Message
 
     msg = Message(p["topic"])
-    msg.set_body(spec["body"])
+    msg.set_body(body_bytes(spec))
     msg.set_tags(spec["tags"])
     msg.set_keys(" ".join(spec["keys"]))
     for name, value in (spec.get("props") or {}).items():
@@ -94,12 +97,13 @@ def producer(p: dict):
 
     prod = Producer(p["producer_group"], timeout=5000)
     prod.set_namesrv_addr(p["namesrv"])
+    prod.set_max_message_size(4 * 1024 * 1024)  # the client's own default is 128 KiB; Java's and the broker's 4 MiB
     prod.start()
     return prod
 
 
-def send_all(prod: Any, p: dict, mode: str = "sync") -> None:
-    specs = p["messages"]
+def send_all(prod: Any, p: dict, mode: str = "sync", key: str = "messages") -> None:
+    specs = p[key]
     if mode == "sync":
         for spec in specs:
             at = time.time()
@@ -143,7 +147,8 @@ class Members:
     """Push consumers of one group; ``fail(msg)`` decides RECONSUME_LATER."""
 
     def __init__(self, p: dict, count: int = 1, *, model: str = "CLUSTERING", orderly: bool = False,
-                 fail: Callable[[Any], bool] = lambda m: False) -> None:
+                 fail: Callable[[Any], bool] = lambda m: False, base: int = 0, group: str | None = None,
+                 topic: str | None = None) -> None:
         from rocketmq.client import MessageModel, PushConsumer, RecvMessage
         from rocketmq.exceptions import ffi_check
         from rocketmq.ffi import dll
@@ -151,22 +156,29 @@ class Members:
         self.lock = threading.Lock()
         self.events: list[dict] = []
         self.consumers = []
-        for i in range(count):
-            consumer = PushConsumer(p["group"], orderly=orderly, message_model=MessageModel[model])
+        group, topic = group or p["group"], topic or p["topic"]
+        names = sorted({name for spec in p.get("messages", []) for name in spec.get("props") or {}})
+        for i in range(base, base + count):
+            consumer = PushConsumer(group, orderly=orderly, message_model=MessageModel[model])
             consumer.set_namesrv_addr(p["namesrv"])
-            consumer.set_instance_name(f"{p['group']}-{i}")
+            consumer.set_instance_name(f"{group}-{i}")
 
             def on_message(_consumer: Any, handle: Any, member: int = i) -> int:
                 msg = RecvMessage(handle)
-                body = text(msg.body)
-                event = {"body": body, "tags": text(msg.tags), "keys": text(msg.keys).split(), "topic": text(msg.topic),
-                         "queue_id": msg.queue_id, "reconsume": msg.reconsume_times, "member": member, "at": time.time()}
+                raw = msg.body or b""
+                event = {"body": raw.split(b"#", 1)[0].decode("utf-8", "replace"), "tags": text(msg.tags),
+                         "keys": text(msg.keys).split(), "topic": text(msg.topic), "queue_id": msg.queue_id,
+                         "queue_offset": msg.queue_offset, "reconsume": msg.reconsume_times, "member": member, "at": time.time()}
+                if len(raw) > 1024:
+                    event.update(size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+                if names:
+                    event["props"] = {name: text(msg.get_property(name)) or None for name in names}
                 with self.lock:  # printed before it counts, so the main thread cannot exit first
                     emit("recv", **event)
                     self.events.append(event)
                 return RECONSUME_LATER if fail(msg) else CONSUME_SUCCESS
 
-            ffi_check(dll.Subscribe(consumer._handle, p["topic"].encode(), p.get("expression", "*").encode()))
+            ffi_check(dll.Subscribe(consumer._handle, topic.encode(), p.get("expression", "*").encode()))
             consumer._register_callback(on_message)
             self.consumers.append(consumer)
 
@@ -260,6 +272,32 @@ def op_dlq(p: dict) -> None:
     members.wait_for(bodies(p), p["wait"], reconsume=p["max_reconsume"])
     time.sleep(p["linger"])
     members.stop()
+    prod.shutdown()
+
+
+def op_dlq_consume(p: dict) -> None:
+    op_dlq(p)
+    reader = Members(p, base=1, group=p["group"] + "_dlq", topic="%DLQ%" + p["group"])
+    reader.start()
+    reader.wait_for(bodies(p), p["wait"], member=1)
+    reader.stop()
+
+
+def op_restart(p: dict) -> None:
+    before = Members(p)
+    before.start()
+    time.sleep(p["settle"])
+    prod = producer(p)
+    send_all(prod, p)
+    before.wait_for(bodies(p), p["wait"], member=0)
+    time.sleep(p["linger"])
+    before.stop()
+    send_all(prod, p, key="later")
+    after = Members(p, base=1)
+    after.start()
+    after.wait_for(bodies(p, "later"), p["wait"], member=1)
+    time.sleep(p["linger"])
+    after.stop()
     prod.shutdown()
 
 

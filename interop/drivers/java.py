@@ -1,76 +1,89 @@
-"""The official Java client (rocketmq-client/-tools 4.9.8) as a column, from ``interop/java``.
+"""The official Java client as two columns: ``java`` (rocketmq-client/-tools 4.9.8) and ``java5`` (5.x remoting).
 
-The jars come from ``ROCKETMQ_CLIENT_CLASSPATH`` (offline use), else from Maven (the local
-repository first, then online); the sources are compiled once per run into a temp dir.
+One program (``interop/java``) compiled against each version's jars from Maven (interop/javabuild.py).
+Each cell is a JVM in the OCI image of interop/container.py (podman, host network), or on the host
+with ``--no-containers``.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
-import os
-import shutil
 import subprocess
-import tempfile
-from pathlib import Path
+import sys
+import uuid
 
-from interop.drivers import REPO, Driver
+from interop import container, javabuild
+from interop.drivers import CellRun, Driver
 
-JAVA_DIR = REPO / "interop" / "java"
-MAIN = "org.rmqtx.interop.Interop"
+#: Start-up costs more CPU than the cells' work: one compiler tier, one GC thread.
+JVM_FLAGS = ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto", "-Dfile.encoding=UTF-8", "-Dsun.jnu.encoding=UTF-8"]
+
+_builds: dict[str, "javabuild.JavaBuild | str"] = {}
+_image: tuple[str | None, str] | None = None
 
 
-def _tail(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:120] if lines else ""
+def java_build(column: str) -> "javabuild.JavaBuild | str":
+    if column not in _builds:
+        _builds[column] = javabuild.build(column)
+    return _builds[column]
+
+
+def shared_image(given: str | None = None) -> tuple[str | None, str]:
+    """One image holds every Java column that builds; made (or found) once per process, or ``given`` (--java-image)."""
+    global _image
+    if _image is None and given:
+        cli = container.engine()
+        found = cli is not None and subprocess.run([*cli, "image", "inspect", given], capture_output=True).returncode == 0
+        _image = (given, "") if found else (None, f"image {given} not found by {cli[0] if cli else 'any container engine'}")
+    if _image is None:
+        builds = [b for b in (java_build(c) for c in javabuild.COLUMNS) if isinstance(b, javabuild.JavaBuild)]
+        _image = container.ensure_image(builds) if builds else (None, "no Java column builds")
+    return _image
 
 
 class JavaDriver(Driver):
     name = "java"
+    slot = ("jvm", 3)  # a JVM start costs about a CPU-second; more at once starve the broker on two cores
+    containers = True
+    image: str | None = None  # a prebuilt image (interop/java/Dockerfile, target client) instead of building one
 
     def __init__(self) -> None:
-        self.classpath = ""
+        self.build: javabuild.JavaBuild | None = None
+        self.cli: list[str] | None = None
+        self.tag: str | None = None
 
     def prepare(self) -> str | None:
-        if not shutil.which("javac"):
-            return "no JDK (javac) on PATH"
-        jars = os.environ.get("ROCKETMQ_CLIENT_CLASSPATH") or self._maven_classpath()
-        if not jars:
-            docker = "no Docker engine" if not self._docker_running() else "a Docker engine: use interop/java/docker-compose.yml"
-            return f"no rocketmq-client jars: ROCKETMQ_CLIENT_CLASSPATH unset, no Maven repository reachable (offline or online), {docker}"
-        out = tempfile.mkdtemp(prefix="rmqtx-interop-java-")
-        atexit.register(shutil.rmtree, out, True)
-        sources = [str(p) for p in (JAVA_DIR / "src" / "main" / "java").rglob("*.java")]
-        javac = subprocess.run(["javac", "--release", "8", "-nowarn", "-cp", jars, "-d", out, *sources], capture_output=True, text=True)
-        if javac.returncode != 0:
-            return f"javac failed: {_tail(javac.stderr)}"
-        self.classpath = os.pathsep.join([out, jars])
-        return None
-
-    def _maven_classpath(self) -> str | None:
-        """``dependency:build-classpath``: offline first (a populated ~/.m2), then online."""
-        if not shutil.which("mvn"):
+        if not (self.containers and self.image):  # a given image has the program built in
+            built = java_build(self.name)
+            if isinstance(built, str):
+                return built
+            self.build = built
+        if not self.containers:
             return None
-        with tempfile.NamedTemporaryFile(suffix=".classpath") as target:
-            for offline in (["-o"], []):
-                cmd = ["mvn", "-q", "-B", *offline, "-f", str(JAVA_DIR / "pom.xml"), "dependency:build-classpath", f"-Dmdep.outputFile={target.name}"]
-                try:
-                    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-                except subprocess.TimeoutExpired:
-                    continue
-                classpath = Path(target.name).read_text().strip()
-                if done.returncode == 0 and classpath:
-                    return classpath
+        self.cli = container.engine()
+        self.tag, why = shared_image(self.image)
+        if not self.tag:
+            return f"no container image: {why}"
+        print(f"[{self.name}] cells run in container image {self.tag} ({' '.join(self.cli)})", file=sys.stderr, flush=True)
         return None
-
-    @staticmethod
-    def _docker_running() -> bool:
-        if not shutil.which("docker"):
-            return False
-        try:
-            return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
-        except subprocess.TimeoutExpired:
-            return False
 
     def command(self, op: str, params: dict) -> list[str]:
-        return ["java", "-cp", self.classpath, MAIN, op, json.dumps(params)]
+        args = [javabuild.MAIN, op, json.dumps(params)]
+        if not self.containers:
+            assert self.build is not None
+            return ["java", *JVM_FLAGS, "-cp", self.build.classpath, *args]
+        assert self.cli is not None and self.tag is not None
+        params["_container"] = f"rmqtx-{self.name}-{uuid.uuid4().hex[:12]}"
+        return container.java_command(self.cli, self.tag, self.name, params["_container"], JVM_FLAGS, args)
+
+    def run(self, op: str, params: dict, timeout: float) -> CellRun:
+        """As the base; a container left behind by a timed-out cell is removed."""
+        out = super().run(op, params, timeout)
+        name = params.pop("_container", None)
+        if out.timed_out and name and self.cli:
+            subprocess.run([*self.cli, "rm", "-f", name], capture_output=True)
+        return out
+
+
+class Java5Driver(JavaDriver):
+    name = "java5"

@@ -1,6 +1,7 @@
 // The Node client ali-ons as an interop column: `node node.js OP PARAMS_JSON` runs one cell and
 // prints one JSON event per line (see interop/scenarios.py for what the runner expects).
 'use strict';
+const crypto = require('crypto');
 const path = require('path');
 const { Producer, Consumer, Message } = require(path.join(__dirname, '..', 'node', 'node_modules', 'ali-ons'));
 
@@ -14,8 +15,29 @@ async function until(done, seconds) {
   while (!done() && Date.now() < deadline) await sleep(0.1);
 }
 
+// The body of a spec: interop/scenarios.py body_bytes (label, '#', generated filler up to size).
+const ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/');
+function bodyBytes(spec) {
+  const label = Buffer.from(spec.body, 'utf8');
+  if (spec.size === undefined) return label;
+  const n = spec.size - label.length - 1;
+  const filler = Buffer.alloc(n);
+  let x = 2463534242;
+  for (let i = 0; i < n; i++) {
+    if (spec.fill === 'repeat') {
+      filler[i] = ALPHABET[i % 64];
+    } else {
+      x = (x ^ (x << 13)) >>> 0;
+      x = (x ^ (x >>> 17)) >>> 0;
+      x = (x ^ (x << 5)) >>> 0;
+      filler[i] = ALPHABET[x % 64];
+    }
+  }
+  return Buffer.concat([label, Buffer.from('#'), filler]);
+}
+
 function message(p, spec) {
-  const msg = new Message(p.topic, spec.tags, Buffer.from(spec.body));
+  const msg = new Message(p.topic, spec.tags, bodyBytes(spec));
   msg.keys = spec.keys;
   for (const [name, value] of Object.entries(spec.props || {})) msg.properties[name] = value;
   if (spec.delay) msg.delayTimeLevel = spec.delay;
@@ -33,7 +55,8 @@ function sent(spec, at, result) {
 }
 
 // "sync" awaits each send; "async" has every send in flight at once (Node has no blocking send).
-async function sendAll(prod, p, mode = 'sync') {
+async function sendAll(prod, p, mode = 'sync', key = 'messages') {
+  if (key !== 'messages') p = Object.assign({}, p, { messages: p[key] });
   if (mode === 'async') {
     const at = Date.now() / 1000;
     const results = await Promise.all(p.messages.map((spec) => prod.send(message(p, spec))));
@@ -48,19 +71,27 @@ async function sendAll(prod, p, mode = 'sync') {
 
 // Push consumers of one group; fail(msg) true makes the handler throw (ali-ons then sends it back).
 class Members {
-  constructor(p, count = 1, { broadcast = false, fail = () => false, maxReconsumeTimes = 16 } = {}) {
+  constructor(p, count = 1, { broadcast = false, fail = () => false, maxReconsumeTimes = 16, base = 0, group = p.group, topic = p.topic } = {}) {
     this.events = [];
+    const names = [...new Set((p.messages || []).flatMap((m) => Object.keys(m.props || {})))];
     const expression = p.expression_type === 'SQL92' ? { expressionType: 'SQL92', subString: p.expression } : (p.expression || '*');
     this.consumers = [];
-    for (let member = 0; member < count; member++) {
+    for (let member = base; member < base + count; member++) {
       const consumer = new Consumer({
-        nameSrv: p.namesrv, consumerGroup: p.group, httpclient: {}, logger: quietLogger, isBroadcast: broadcast,
-        instanceName: `${p.group}-${member}`, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', maxReconsumeTimes,
+        nameSrv: p.namesrv, consumerGroup: group, httpclient: {}, logger: quietLogger, isBroadcast: broadcast,
+        instanceName: `${group}-${member}`, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', maxReconsumeTimes,
       });
       consumer.on('error', () => {});
-      consumer.subscribe(p.topic, expression, async (msg) => {
-        const event = { body: msg.body.toString(), tags: msg.tags, keys: (msg.keys || '').split(' ').filter(Boolean),
-          topic: msg.topic, queue_id: msg.queueId, reconsume: msg.reconsumeTimes, member, at: Date.now() / 1000 };
+      consumer.subscribe(topic, expression, async (msg) => {
+        const cut = msg.body.indexOf('#');
+        const event = { body: (cut < 0 ? msg.body : msg.body.subarray(0, cut)).toString('utf8'), tags: msg.tags,
+          keys: (msg.keys || '').split(' ').filter(Boolean), topic: msg.topic, queue_id: msg.queueId,
+          queue_offset: msg.queueOffset, reconsume: msg.reconsumeTimes, member, at: Date.now() / 1000 };
+        if (msg.body.length > 1024) {
+          event.size = msg.body.length;
+          event.sha256 = crypto.createHash('sha256').update(msg.body).digest('hex');
+        }
+        if (names.length) event.props = Object.fromEntries(names.map((n) => [n, msg.properties[n] === undefined ? null : msg.properties[n]]));
         emit('recv', event);
         this.events.push(event);
         if (fail(msg)) throw new Error('fail this delivery');
@@ -134,6 +165,32 @@ const ops = {
     await until(() => members.has(bodies(p.messages), null, p.max_reconsume), p.wait);
     await sleep(p.linger);
     await members.stop();
+    await prod.close();
+  },
+
+  async dlq_consume(p) {
+    await ops.dlq(p);
+    const reader = new Members(p, 1, { base: 1, group: `${p.group}_dlq`, topic: `%DLQ%${p.group}` });
+    await reader.start();
+    await until(() => reader.has(bodies(p.messages), 1), p.wait);
+    await reader.stop();
+  },
+
+  async restart(p) {
+    const before = new Members(p);
+    await before.start();
+    await sleep(p.settle);
+    const prod = await producer(p);
+    await sendAll(prod, p);
+    await until(() => before.has(bodies(p.messages), 0), p.wait);
+    await sleep(p.linger);
+    await before.stop();
+    await sendAll(prod, p, 'sync', 'later');
+    const after = new Members(p, 1, { base: 1 });
+    await after.start();
+    await until(() => after.has(bodies(p.later), 1), p.wait);
+    await sleep(p.linger);
+    await after.stop();
     await prod.close();
   },
 };

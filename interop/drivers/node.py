@@ -18,6 +18,8 @@ class NodeDriver(Driver):
         "batch_send": NO_API.format("batch send"),
         "orderly": NO_API.format("queue selector or orderly consumer"),
         **without_tx_query_admin(NO_API),
+        "request_reply": NO_API.format("request-reply API (request / reply message)"),
+        "lite_pull": NO_API.format("lite pull consumer (assign/seek/commit)"),
     }
 
     def prepare(self) -> str | None:

@@ -6,6 +6,7 @@ client instance as raw requests, the way Java's DefaultMQAdminExt sends them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 import tempfile
@@ -15,6 +16,7 @@ from typing import Any, Callable
 from twisted.internet import defer, task
 
 from interop.drivers import Driver
+from interop.scenarios import body_bytes
 
 
 class PythonDriver(Driver):
@@ -45,32 +47,53 @@ async def until(done: Callable[[], bool], seconds: float) -> bool:
 def message(p: dict, spec: dict):
     from rmqtx.client import Message
 
-    return Message(p["topic"], spec["body"], spec.get("tags"), spec.get("keys") or None,
+    return Message(p["topic"], body_bytes(spec), spec.get("tags"), spec.get("keys") or None,
                    properties=spec.get("props"), delay_level=spec.get("delay", 0))
 
 
 def sent(spec: dict, at: float, result: Any = None) -> None:
     status = result.send_status.name if result is not None else None
     emit("sent", body=spec["body"], at=at, status=status, msg_id=getattr(result, "msg_id", None),
-         offset_msg_id=getattr(result, "offset_msg_id", None))
+         offset_msg_id=getattr(result, "offset_msg_id", None),
+         queue_id=result.message_queue.queue_id if result is not None else None,
+         queue_offset=result.queue_offset if result is not None else None)
+
+
+def recv_event(p: dict, m: Any, member: int, **extra: Any) -> dict:
+    """A ``recv`` event as interop/scenarios.py describes it."""
+    label = m.body.split(b"#", 1)[0].decode("utf-8", "replace")
+    event = {"kind": "recv", "body": label, "tags": m.tags, "keys": m.keys, "topic": m.topic, "queue_id": m.queue_id,
+             "queue_offset": m.queue_offset, "reconsume": m.reconsume_times, "member": member, "at": time.time(), **extra}
+    if len(m.body) > 1024:
+        event.update(size=len(m.body), sha256=hashlib.sha256(m.body).hexdigest())
+    names = {name for spec in p.get("messages", []) for name in spec.get("props") or {}}
+    if names:
+        event["props"] = {name: m.properties.get(name) for name in names}
+    print(json.dumps(event), flush=True)
+    return event
 
 
 class Members:
     """Push consumers of one group in this process; what each receives becomes ``recv`` events."""
 
     def __init__(self, p: dict, count: int = 1, *, model: str = "CLUSTERING", orderly: bool = False,
-                 fail: Callable[[Any], bool] = lambda m: False, max_reconsume: int = 16) -> None:
+                 fail: Callable[[Any], bool] = lambda m: False, max_reconsume: int = 16, base: int = 0,
+                 group: str | None = None, topic: str | None = None, then: Callable[[Any], Any] | None = None) -> None:
         from rmqtx.client import PushConsumer
+        from rmqtx.client.config import ClientConfig
 
-        self.bodies: list[list[str]] = [[] for _ in range(count)]
+        self.bodies: dict[int, list[str]] = {i: [] for i in range(base, base + count)}
         self.events: list[dict] = []
         self.consumers = []
+        self.then = then
         self.home = tempfile.mkdtemp(prefix="offsets-")
-        for i in range(count):
-            consumer = PushConsumer(p["group"], p["namesrv"], listener=self._listener(i, p, orderly, fail), orderly=orderly,
+        group, topic = group or p["group"], topic or p["topic"]
+        for i in range(base, base + count):
+            config = ClientConfig(p["namesrv"], instance_name=f"{group}-{i}")
+            consumer = PushConsumer(group, config=config, listener=self._listener(i, p, orderly, fail), orderly=orderly,
                                     message_model=model, consume_from="CONSUME_FROM_FIRST_OFFSET",
                                     max_reconsume_times=max_reconsume, offset_store_dir=self.home)
-            consumer.subscribe(p["topic"], p.get("expression", "*"), p.get("expression_type", "TAG"))
+            consumer.subscribe(topic, p.get("expression", "*"), p.get("expression_type", "TAG"))
             self.consumers.append(consumer)
 
     def _listener(self, member: int, p: dict, orderly: bool, fail: Callable[[Any], bool]):
@@ -79,13 +102,12 @@ class Members:
         def listener(msgs, ctx):
             failed = False
             for m in msgs:
-                body = m.body.decode()
-                event = {"kind": "recv", "body": body, "tags": m.tags, "keys": m.keys, "topic": m.topic, "queue_id": m.queue_id,
-                         "reconsume": m.reconsume_times, "member": member, "at": time.time()}
-                print(json.dumps(event), flush=True)
+                event = recv_event(p, m, member)
                 self.events.append(event)
-                self.bodies[member].append(body)
+                self.bodies[member].append(event["body"])
                 failed = failed or fail(m)
+                if self.then is not None:
+                    self.then(m)
             if orderly:
                 return OrderlyStatus.SUCCESS
             return ConsumeStatus.RECONSUME_LATER if failed else ConsumeStatus.CONSUME_SUCCESS
@@ -93,7 +115,7 @@ class Members:
         return listener
 
     def has(self, bodies: list[str], member: int | None = None) -> bool:
-        got = {b for i, seen in enumerate(self.bodies) if member in (None, i) for b in seen}
+        got = {b for i, seen in self.bodies.items() if member in (None, i) for b in seen}
         return set(bodies) <= got
 
     async def start(self) -> None:
@@ -113,8 +135,8 @@ async def producer(p: dict):
     return prod
 
 
-async def send_all(prod: Any, p: dict, mode: str = "sync") -> None:
-    specs = p["messages"]
+async def send_all(prod: Any, p: dict, mode: str = "sync", key: str = "messages") -> None:
+    specs = p[key]
     if mode == "sync":
         for spec in specs:
             at = time.time()
@@ -172,13 +194,18 @@ async def op_orderly(p: dict) -> None:
     await members.start()
     await sleep(p["settle"])
     prod = await producer(p)
+    await send_sharded(prod, p)
+    await until(lambda: members.has(bodies(p)), p["wait"])
+    await members.stop()
+    await prod.shutdown()
+
+
+async def send_sharded(prod: Any, p: dict) -> None:
+    """Each spec to queue ``shard`` of the topic."""
     for spec in p["messages"]:
         at = time.time()
         result = await prod.send(message(p, spec), selector=lambda mqs, msg, arg: mqs[arg % len(mqs)], arg=spec["shard"])
         sent(spec, at, result)
-    await until(lambda: members.has(bodies(p)), p["wait"])
-    await members.stop()
-    await prod.shutdown()
 
 
 async def op_delay(p: dict) -> None:
@@ -348,6 +375,109 @@ async def op_admin_progress(p: dict) -> None:
                 consumer_offset += int(wrapper.get("consumerOffset", 0))
     emit("progress", broker_offset=broker_offset, consumer_offset=consumer_offset)
     await mqadmin.close()
+
+
+async def op_request_reply(p: dict) -> None:
+    from rmqtx.client import Producer, create_reply_message
+
+    replier = Producer(p["producer_group"] + "_reply", p["namesrv"])
+    await replier.start()
+
+    def answer(m: Any) -> None:
+        body = m.body.decode()
+
+        async def send() -> None:
+            try:
+                result = await replier.send(create_reply_message(m, (p["reply_prefix"] + body).encode()))
+                emit("replied", body=body, status=result.send_status.name)
+                replied.add(body)
+            except Exception as exc:
+                emit("error", error=f"reply to {body}: {type(exc).__name__}: {exc}")
+
+        defer.ensureDeferred(send())
+
+    replied: set[str] = set()
+    members = Members(p, then=answer)
+    await members.start()
+    await sleep(p["settle"])
+    prod = await producer(p)
+    for spec in p["messages"]:
+        try:
+            reply = await prod.request(message(p, spec), timeout=p["request_timeout"])
+            emit("reply", body=spec["body"], reply=reply.body.decode(), topic=reply.topic, at=time.time())
+        except Exception as exc:
+            emit("error", error=f"request {spec['body']}: {type(exc).__name__}: {exc}")
+    await until(lambda: replied >= set(bodies(p)), p["wait"])  # the reply's send may finish after the requester has it
+    await members.stop()
+    await prod.shutdown()
+    await replier.shutdown()
+
+
+async def op_lite_pull(p: dict) -> None:
+    """The client's pull consumer as Java's lite pull consumer: assigned queues, own offsets, explicit commits."""
+    from rmqtx.client.consumer import PullConsumer
+
+    prod = await producer(p)
+    await send_sharded(prod, p)
+    await prod.shutdown()
+    consumer = PullConsumer(p["group"], p["namesrv"], offset_store_dir=tempfile.mkdtemp(prefix="offsets-"))
+    await consumer.start()
+    queues = await consumer.fetch_queues(p["topic"])
+    position = {mq: 0 for mq in queues}  # assign all; a new group starts at the first offset
+
+    async def poll_until(want: list[str], phase: str, seconds: float) -> None:
+        got: set[str] = set()
+        deadline = time.monotonic() + seconds
+        while not set(want) <= got and time.monotonic() < deadline:
+            idle = True
+            for mq in queues:
+                result = await consumer.pull(mq, position[mq], 32)
+                position[mq] = result.next_begin_offset
+                for m in result.messages:
+                    got.add(recv_event(p, m, 0, phase=phase)["body"])
+                    idle = False
+            if idle:
+                await sleep(0.1)
+
+    await poll_until(bodies(p), "poll", p["wait"])
+    for mq in queues:  # commitSync
+        await consumer.update_offset(mq, position[mq])
+    await consumer.offsets.persist(queues)
+    for mq in queues:
+        emit("committed", queue_id=mq.queue_id, offset=await consumer.fetch_offset(mq, from_store=True))
+    for mq in queues:
+        if mq.queue_id == p["seek"]["queue_id"]:
+            position[mq] = p["seek"]["offset"]
+    await poll_until(bodies(p, "after_seek"), "seek", p["wait"])
+    await poll_until([f"{p['topic']} never sends this"], "seek", p["linger"])
+    await consumer.shutdown()
+
+
+async def op_dlq_consume(p: dict) -> None:
+    await op_dlq(p)
+    want = bodies(p)
+    reader = Members(p, base=1, group=p["group"] + "_dlq", topic="%DLQ%" + p["group"])
+    await reader.start()
+    await until(lambda: reader.has(want, 1), p["wait"])
+    await reader.stop()
+
+
+async def op_restart(p: dict) -> None:
+    before = Members(p)
+    await before.start()
+    await sleep(p["settle"])
+    prod = await producer(p)
+    await send_all(prod, p)
+    await until(lambda: before.has(bodies(p), 0), p["wait"])
+    await sleep(p["linger"])
+    await before.stop()
+    await send_all(prod, p, key="later")
+    after = Members(p, base=1)
+    await after.start()
+    await until(lambda: after.has(bodies(p, "later"), 1), p["wait"])
+    await sleep(p["linger"])
+    await after.stop()
+    await prod.shutdown()
 
 
 async def main(op: str, params: dict) -> None:

@@ -81,7 +81,7 @@ def classpath() -> str:
 def _resolve() -> str:
     mvn = shutil.which("mvn")
     if not mvn:
-        raise unavailable("no mvn on PATH (scripts/ensure-maven.sh installs it)")
+        raise unavailable("no mvn on PATH (scripts/ensure-interop.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="mqadmin-cp-") as tmp:
         out = os.path.join(tmp, "classpath.txt")
         argv = [mvn, "-q", "-B", "-f", str(POM), "dependency:build-classpath",

@@ -1,10 +1,15 @@
-"""PULL_MESSAGE (11): filtered reads from the store, with long polling and offset commits."""
+"""PULL_MESSAGE (11): filtered reads from the store, with long polling and offset commits.
+
+The 5.x lite pull consumer sends the same request as LITE_PULL_MESSAGE (361) and has no fallback
+to 11, so it is answered here too, as Apache 5.x does (refused when ``litePullMessageEnable`` is off).
+"""
 
 from __future__ import annotations
 
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.topics import is_readable
+from rmqtx.common.properties import parse_bool
 from rmqtx.filter import FilterSyntaxError, compile_cached
 from rmqtx.store.record import RecordError, decode_record, parse_properties
 from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
@@ -56,12 +61,17 @@ def suggest_broker_id(ctx: BrokerContext, group, result: GetResult) -> int:
     return group.whichBrokerWhenConsumeSlowly if result.suggest_pull_from_slave else group.brokerId
 
 
+def lite_pull_enabled(ctx: BrokerContext) -> bool:
+    """5.x's ``litePullMessageEnable`` (default true), read from broker.conf as given: 4.9.8 has no such key."""
+    return parse_bool(ctx.config.properties.get("litePullMessageEnable", "true"))
+
+
 class PullProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
 
     def table(self) -> dict:
-        return {RequestCode.PULL_MESSAGE: self.process}
+        return {RequestCode.PULL_MESSAGE: self.process, RequestCode.LITE_PULL_MESSAGE: self.process}
 
     def process(self, request: RemotingCommand, conn: RemotingProtocol):
         return self._pull(request, conn, allow_suspend=True)
@@ -85,6 +95,8 @@ class PullProcessor:
         header = PullMessageRequestHeader.from_command(request)
         if not is_readable(ctx.config.brokerPermission):
             return request.make_response(ResponseCode.NO_PERMISSION, f"the broker[{ctx.config.brokerIP1}] pulling message is forbidden")
+        if request.code == RequestCode.LITE_PULL_MESSAGE and not lite_pull_enabled(ctx):
+            return request.make_response(ResponseCode.NO_PERMISSION, f"the broker[{ctx.config.brokerIP1}] for lite pull consumer is forbidden")
         group = ctx.groups.find(header.consumerGroup)
         if group is None:
             return request.make_response(

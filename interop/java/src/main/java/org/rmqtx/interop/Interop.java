@@ -1,8 +1,10 @@
 package org.rmqtx.interop;
 
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -11,9 +13,12 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 
+import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.QueryResult;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext;
@@ -29,6 +34,7 @@ import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionListener;
 import org.apache.rocketmq.client.producer.TransactionMQProducer;
+import org.apache.rocketmq.client.utils.MessageUtil;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
@@ -44,10 +50,29 @@ import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
  * never named, so one source compiles against both.
  */
 public final class Interop {
-    private final Map<String, Object> p;
+    static final byte[] ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".getBytes(StandardCharsets.US_ASCII);
 
+    /** The default 3 s also covers the first route lookup: too short when many JVMs start at once on a small CI machine. */
+    static final int SEND_TIMEOUT_MS = 10000;
+    /** Name server and broker calls (route lookups at start-up among them): the default 3 s, for the same reason. */
+    static final int API_TIMEOUT_MS = 10000;
+
+    private final Map<String, Object> p;
+    /** Property names any spec carries: their values are reported with each received message. */
+    private final Set<String> propNames = new HashSet<String>();
+
+    @SuppressWarnings("unchecked")
     private Interop(Map<String, Object> params) {
         this.p = params;
+        Object specs = params.get("messages");
+        if (specs instanceof List) {
+            for (Map<String, Object> spec : (List<Map<String, Object>>) specs) {
+                Map<String, Object> props = (Map<String, Object>) spec.get("props");
+                if (props != null) {
+                    propNames.addAll(props.keySet());
+                }
+            }
+        }
     }
 
     public static void main(String[] args) {
@@ -56,6 +81,7 @@ public final class Interop {
             Map<String, Object> params = (Map<String, Object>) Json.parse(args[1]);
             new Interop(params).run(args[0]);
         } catch (Throwable e) {
+            e.printStackTrace(); // stderr: kept in the runner's --log-dir
             emit("error", "error", e.getClass().getSimpleName() + ": " + e.getMessage());
         }
         System.exit(0); // client threads are not all daemons
@@ -70,6 +96,14 @@ public final class Interop {
         }
         System.out.println(Json.write(event));
         System.out.flush();
+    }
+
+    /** Every client of a cell: its own name server and a longer API timeout. */
+    private <T extends ClientConfig> T client(T config, String instance) {
+        config.setNamesrvAddr(str("namesrv"));
+        config.setInstanceName(instance);
+        config.setMqClientApiTimeout(API_TIMEOUT_MS);
+        return config;
     }
 
     static double now() {
@@ -116,9 +150,48 @@ public final class Interop {
         return ((Number) ((List<?>) p.get("levels")).get(delay - 1)).doubleValue();
     }
 
+    /** The body of a spec (interop/scenarios.py body_bytes): the label, or label, '#' and generated filler. */
+    static byte[] bodyBytes(Map<String, Object> spec) {
+        byte[] label = ((String) spec.get("body")).getBytes(StandardCharsets.UTF_8);
+        Object size = spec.get("size");
+        if (size == null) {
+            return label;
+        }
+        int n = ((Number) size).intValue() - label.length - 1;
+        byte[] out = new byte[label.length + 1 + n];
+        System.arraycopy(label, 0, out, 0, label.length);
+        out[label.length] = '#';
+        boolean repeat = "repeat".equals(spec.get("fill"));
+        int x = (int) 2463534242L;
+        for (int i = 0; i < n; i++) {
+            if (repeat) {
+                out[label.length + 1 + i] = ALPHABET[i % 64];
+            } else {
+                x ^= x << 13;
+                x ^= x >>> 17;
+                x ^= x << 5;
+                out[label.length + 1 + i] = ALPHABET[x & 63];
+            }
+        }
+        return out;
+    }
+
+    static String hex(byte[] data) throws Exception {
+        StringBuilder out = new StringBuilder();
+        for (byte b : MessageDigest.getInstance("SHA-256").digest(data)) {
+            out.append(String.format("%02x", b & 0xff));
+        }
+        return out.toString();
+    }
+
     @SuppressWarnings("unchecked")
     private Message message(Map<String, Object> spec) {
-        Message msg = new Message(str("topic"), (String) spec.get("tags"), ((String) spec.get("body")).getBytes(StandardCharsets.UTF_8));
+        return message(spec, str("topic"));
+    }
+
+    @SuppressWarnings("unchecked")
+    private Message message(Map<String, Object> spec, String topic) {
+        Message msg = new Message(topic, (String) spec.get("tags"), bodyBytes(spec));
         msg.setKeys((List<String>) spec.get("keys"));
         Map<String, Object> props = (Map<String, Object>) spec.get("props");
         if (props != null) {
@@ -134,20 +207,58 @@ public final class Interop {
     }
 
     static void sent(Map<String, Object> spec, double at, SendResult result) {
+        MessageQueue mq = result == null ? null : result.getMessageQueue();
         emit("sent", "body", spec.get("body"), "at", at, "status", result == null ? null : result.getSendStatus().name(),
-            "msg_id", result == null ? null : result.getMsgId(), "offset_msg_id", result == null ? null : result.getOffsetMsgId());
+            "msg_id", result == null ? null : result.getMsgId(), "offset_msg_id", result == null ? null : result.getOffsetMsgId(),
+            "queue_id", mq == null ? null : mq.getQueueId(), "queue_offset", result == null ? null : result.getQueueOffset());
+    }
+
+    /** One {@code recv} event (see interop/scenarios.py); {@code phase} may be null. */
+    private void recv(MessageExt m, int member, String phase) {
+        String keys = m.getKeys() == null ? "" : m.getKeys().trim();
+        List<String> keyList = keys.isEmpty() ? new ArrayList<String>() : Arrays.asList(keys.split(" "));
+        byte[] body = m.getBody();
+        int cut = 0;
+        while (cut < body.length && body[cut] != '#') {
+            cut++;
+        }
+        List<Object> fields = new ArrayList<Object>(Arrays.<Object>asList("body", new String(body, 0, cut, StandardCharsets.UTF_8),
+            "tags", m.getTags(), "keys", keyList, "topic", m.getTopic(), "queue_id", m.getQueueId(), "queue_offset", m.getQueueOffset(),
+            "reconsume", m.getReconsumeTimes(), "member", member, "at", now()));
+        if (phase != null) {
+            fields.addAll(Arrays.<Object>asList("phase", phase));
+        }
+        if (body.length > 1024) {
+            try {
+                fields.addAll(Arrays.<Object>asList("size", body.length, "sha256", hex(body)));
+            } catch (Exception e) {
+                emit("error", "error", "sha256: " + e);
+            }
+        }
+        if (!propNames.isEmpty()) {
+            Map<String, Object> props = new LinkedHashMap<String, Object>();
+            for (String name : propNames) {
+                props.put(name, m.getUserProperty(name));
+            }
+            fields.addAll(Arrays.<Object>asList("props", props));
+        }
+        emit("recv", fields.toArray());
     }
 
     private DefaultMQProducer producer() throws Exception {
         DefaultMQProducer producer = new DefaultMQProducer(str("producer_group"));
-        producer.setNamesrvAddr(str("namesrv"));
-        producer.setInstanceName(str("producer_group"));
+        client(producer, str("producer_group"));
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.start();
         return producer;
     }
 
     private void sendAll(DefaultMQProducer producer, String mode) throws Exception {
-        List<Map<String, Object>> specs = specs("messages");
+        sendAll(producer, mode, "messages");
+    }
+
+    private void sendAll(DefaultMQProducer producer, String mode, String key) throws Exception {
+        List<Map<String, Object>> specs = specs(key);
         if ("sync".equals(mode)) {
             for (Map<String, Object> spec : specs) {
                 double at = now();
@@ -195,13 +306,19 @@ public final class Interop {
     final class Members {
         final List<DefaultMQPushConsumer> consumers = new ArrayList<DefaultMQPushConsumer>();
         final List<Map<String, Object>> events = Collections.synchronizedList(new ArrayList<Map<String, Object>>());
+        /** Runs on each received message after it is recorded (request-reply answers here). */
+        volatile Consumer<MessageExt> then = m -> { };
 
         Members(int count, boolean broadcast, boolean orderly, final Predicate<MessageExt> fail, int maxReconsume) throws Exception {
-            for (int i = 0; i < count; i++) {
+            this(str("group"), str("topic"), 0, count, broadcast, orderly, fail, maxReconsume);
+        }
+
+        Members(String group, String topic, int base, int count, boolean broadcast, boolean orderly, final Predicate<MessageExt> fail,
+                int maxReconsume) throws Exception {
+            for (int i = base; i < base + count; i++) {
                 final int member = i;
-                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(str("group"));
-                consumer.setNamesrvAddr(str("namesrv"));
-                consumer.setInstanceName(str("group") + "-" + member);
+                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+                client(consumer, group + "-" + member);
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 consumer.setMaxReconsumeTimes(maxReconsume);
                 if (broadcast) {
@@ -209,9 +326,9 @@ public final class Interop {
                 }
                 String expression = p.containsKey("expression") ? str("expression") : "*";
                 if ("SQL92".equals(p.get("expression_type"))) {
-                    consumer.subscribe(str("topic"), MessageSelector.bySql(expression));
+                    consumer.subscribe(topic, MessageSelector.bySql(expression));
                 } else {
-                    consumer.subscribe(str("topic"), expression);
+                    consumer.subscribe(topic, expression);
                 }
                 if (orderly) {
                     consumer.registerMessageListener(new MessageListenerOrderly() {
@@ -245,17 +362,15 @@ public final class Interop {
         }
 
         private void record(MessageExt m, int member) {
-            String keys = m.getKeys() == null ? "" : m.getKeys().trim();
-            List<String> keyList = keys.isEmpty() ? new ArrayList<String>() : Arrays.asList(keys.split(" "));
             Map<String, Object> event = new LinkedHashMap<String, Object>();
-            event.put("body", new String(m.getBody(), StandardCharsets.UTF_8));
+            event.put("body", label(m));
             event.put("reconsume", m.getReconsumeTimes());
             event.put("member", member);
             synchronized (Interop.class) { // printed before it counts, so main cannot exit first
-                emit("recv", "body", event.get("body"), "tags", m.getTags(), "keys", keyList, "topic", m.getTopic(),
-                    "queue_id", m.getQueueId(), "reconsume", m.getReconsumeTimes(), "member", member, "at", now());
+                recv(m, member, null);
                 events.add(event);
             }
+            then.accept(m);
         }
 
         boolean has(List<String> want, Integer member, int reconsume) {
@@ -281,6 +396,12 @@ public final class Interop {
                 c.shutdown();
             }
         }
+    }
+
+    static String label(MessageExt m) {
+        String body = new String(m.getBody(), StandardCharsets.UTF_8);
+        int cut = body.indexOf('#');
+        return cut < 0 ? body : body.substring(0, cut);
     }
 
     static <E extends Enum<E>> E sameEnum(E sample, String name) {
@@ -313,6 +434,14 @@ public final class Interop {
             adminCluster();
         } else if ("admin_progress".equals(op)) {
             adminProgress();
+        } else if ("request_reply".equals(op)) {
+            requestReply();
+        } else if ("lite_pull".equals(op)) {
+            litePull();
+        } else if ("dlq_consume".equals(op)) {
+            dlqConsume();
+        } else if ("restart".equals(op)) {
+            restart();
         } else {
             throw new IllegalArgumentException("unknown op " + op);
         }
@@ -359,6 +488,15 @@ public final class Interop {
         members.start();
         sleep(num("settle"));
         DefaultMQProducer producer = producer();
+        sendSharded(producer);
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 0), num("wait"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    /** Each spec to queue {@code shard} of the topic. */
+    private void sendSharded(DefaultMQProducer producer) throws Exception {
         MessageQueueSelector selector = new MessageQueueSelector() {
             @Override
             public MessageQueue select(List<MessageQueue> mqs, Message msg, Object arg) {
@@ -369,10 +507,6 @@ public final class Interop {
             double at = now();
             sent(spec, at, producer.send(message(spec), selector, ((Number) spec.get("shard")).intValue()));
         }
-        final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 0), num("wait"));
-        members.stop();
-        producer.shutdown();
     }
 
     private void delay() throws Exception {
@@ -429,8 +563,8 @@ public final class Interop {
         final Members members = new Members();
         members.start();
         TransactionMQProducer producer = new TransactionMQProducer(str("producer_group"));
-        producer.setNamesrvAddr(str("namesrv"));
-        producer.setInstanceName(str("producer_group"));
+        client(producer, str("producer_group"));
+        producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.setTransactionListener(new TransactionListener() {
             @Override
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
@@ -468,8 +602,7 @@ public final class Interop {
 
     private DefaultMQAdminExt admin() throws Exception {
         DefaultMQAdminExt admin = new DefaultMQAdminExt();
-        admin.setNamesrvAddr(str("namesrv"));
-        admin.setInstanceName("admin-" + str("group"));
+        client(admin, "admin-" + str("group"));
         admin.start();
         return admin;
     }
@@ -481,7 +614,7 @@ public final class Interop {
         SendResult result = producer.send(message(spec));
         sent(spec, at, result);
         DefaultMQAdminExt admin = admin();
-        MessageExt byOffset = admin.viewMessage(result.getOffsetMsgId());
+        MessageExt byOffset = admin.viewMessage(str("topic"), result.getOffsetMsgId()); // 5.x has only this form
         emit("found", "how", "offset_id", "body", new String(byOffset.getBody(), StandardCharsets.UTF_8));
         MessageExt byUniq = null;
         for (int i = 0; i < 50 && byUniq == null; i++) { // the index is built behind the commit log
@@ -526,7 +659,13 @@ public final class Interop {
 
     private void adminTopic() throws Exception {
         DefaultMQAdminExt admin = admin();
-        admin.createTopic("TBW102", str("topic"), 4); // the key topic whose brokers get the new one
+        // the key topic whose brokers get the new one; 5.x added a topic-attributes argument
+        try {
+            DefaultMQAdminExt.class.getMethod("createTopic", String.class, String.class, int.class, Map.class)
+                .invoke(admin, "TBW102", str("topic"), 4, new LinkedHashMap<String, String>());
+        } catch (NoSuchMethodException e) {
+            DefaultMQAdminExt.class.getMethod("createTopic", String.class, String.class, int.class).invoke(admin, "TBW102", str("topic"), 4);
+        }
         Set<String> topics = new HashSet<String>();
         for (int i = 0; i < 50 && !topics.contains(str("topic")); i++) {
             topics = admin.fetchAllTopicList().getTopicList();
@@ -575,5 +714,125 @@ public final class Interop {
         });
         emit("progress", "broker_offset", offsets[0], "consumer_offset", offsets[1]);
         admin.shutdown();
+    }
+
+    private void requestReply() throws Exception {
+        final DefaultMQProducer replier = new DefaultMQProducer(str("producer_group") + "_reply");
+        client(replier, str("producer_group") + "_reply");
+        replier.setSendMsgTimeout(SEND_TIMEOUT_MS);
+        replier.start();
+        final Members members = new Members();
+        final Set<String> replied = Collections.synchronizedSet(new HashSet<String>());
+        members.then = m -> {
+            String body = label(m);
+            try {
+                Message reply = MessageUtil.createReplyMessage(m, (str("reply_prefix") + body).getBytes(StandardCharsets.UTF_8));
+                emit("replied", "body", body, "status", replier.send(reply).getSendStatus().name());
+                replied.add(body);
+            } catch (Exception e) {
+                e.printStackTrace();
+                emit("error", "error", "reply to " + body + ": " + e);
+            }
+        };
+        members.start();
+        sleep(num("settle"));
+        DefaultMQProducer producer = producer();
+        long timeout = (long) (num("request_timeout") * 1000);
+        for (Map<String, Object> spec : specs("messages")) {
+            try {
+                Message reply = producer.request(message(spec), timeout);
+                emit("reply", "body", spec.get("body"), "reply", new String(reply.getBody(), StandardCharsets.UTF_8),
+                    "topic", reply.getTopic(), "at", now());
+            } catch (Exception e) {
+                emit("error", "error", "request " + spec.get("body") + ": " + e);
+            }
+        }
+        final List<String> want = bodies("messages");
+        until(() -> replied.containsAll(want), num("wait")); // the reply's send may return after the requester has it
+        members.stop();
+        producer.shutdown();
+        replier.shutdown();
+    }
+
+    private void litePull() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendSharded(producer);
+        producer.shutdown();
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(str("group"));
+        client(consumer, str("group"));
+        consumer.setAutoCommit(false);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        consumer.start();
+        Collection<MessageQueue> queues = consumer.fetchMessageQueues(str("topic"));
+        consumer.assign(queues);
+        Set<String> got = new HashSet<String>();
+        pollUntil(consumer, bodies("messages"), "poll", got);
+        consumer.commitSync();
+        for (MessageQueue mq : queues) {
+            emit("committed", "queue_id", mq.getQueueId(), "offset", consumer.committed(mq));
+        }
+        @SuppressWarnings("unchecked")
+        Map<String, Object> seek = (Map<String, Object>) p.get("seek");
+        for (MessageQueue mq : queues) {
+            if (mq.getQueueId() == ((Number) seek.get("queue_id")).intValue()) {
+                consumer.seek(mq, ((Number) seek.get("offset")).longValue());
+            }
+        }
+        pollUntil(consumer, bodies("after_seek"), "seek", new HashSet<String>());
+        long lingerEnd = System.currentTimeMillis() + (long) (num("linger") * 1000);
+        while (System.currentTimeMillis() < lingerEnd) {
+            for (MessageExt m : consumer.poll(200)) {
+                recv(m, 0, "seek");
+            }
+        }
+        consumer.shutdown();
+    }
+
+    private void pollUntil(DefaultLitePullConsumer consumer, List<String> want, String phase, Set<String> got) {
+        long deadline = System.currentTimeMillis() + (long) (num("wait") * 1000);
+        while (!got.containsAll(want) && System.currentTimeMillis() < deadline) {
+            for (MessageExt m : consumer.poll(500)) {
+                recv(m, 0, phase);
+                got.add(label(m));
+            }
+        }
+    }
+
+    private void dlqConsume() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final int limit = (int) num("max_reconsume");
+        emit("config", "max_reconsume", limit);
+        final Members members = new Members(1, false, false, m -> true, limit);
+        members.start();
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, limit), num("wait"));
+        sleep(num("linger"));
+        members.stop();
+        producer.shutdown();
+        final Members reader = new Members(str("group") + "_dlq", "%DLQ%" + str("group"), 1, 1, false, false, m -> false, 16);
+        reader.start();
+        until(() -> reader.has(want, 1, 0), num("wait"));
+        reader.stop();
+    }
+
+    private void restart() throws Exception {
+        final Members before = new Members();
+        before.start();
+        sleep(num("settle"));
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final List<String> first = bodies("messages");
+        until(() -> before.has(first, 0, 0), num("wait"));
+        sleep(num("linger"));
+        before.stop();
+        sendAll(producer, "sync", "later");
+        final Members after = new Members(str("group"), str("topic"), 1, 1, false, false, m -> false, 16);
+        after.start();
+        final List<String> later = bodies("later");
+        until(() -> after.has(later, 1, 0), num("wait"));
+        sleep(num("linger"));
+        after.stop();
+        producer.shutdown();
     }
 }
