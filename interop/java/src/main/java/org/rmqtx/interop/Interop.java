@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -30,6 +31,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.client.producer.RequestCallback;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionListener;
@@ -740,7 +742,7 @@ public final class Interop {
         long timeout = (long) (num("request_timeout") * 1000);
         for (Map<String, Object> spec : specs("messages")) {
             try {
-                Message reply = producer.request(message(spec), timeout);
+                Message reply = request(producer, message(spec), timeout);
                 emit("reply", "body", spec.get("body"), "reply", new String(reply.getBody(), StandardCharsets.UTF_8),
                     "topic", reply.getTopic(), "at", now());
             } catch (Exception e) {
@@ -752,6 +754,36 @@ public final class Interop {
         members.stop();
         producer.shutdown();
         replier.shutdown();
+    }
+
+    /**
+     * request() through its callback form, waiting for the first non-null reply. The 5.3.1 to 5.3.3
+     * clients count the blocking request() down as soon as the request's send succeeds (so it fails
+     * with RequestTimeoutException before any reply, whatever the broker) and hand the callback a
+     * null reply then; the real reply follows through the same callback. Fixed upstream after 5.3.3.
+     */
+    private static Message request(DefaultMQProducer producer, Message msg, long timeoutMs) throws Exception {
+        final CompletableFuture<Message> answer = new CompletableFuture<>();
+        producer.request(msg, new RequestCallback() {
+            @Override
+            public void onSuccess(Message reply) {
+                if (reply != null) {
+                    answer.complete(reply);
+                }
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                answer.completeExceptionally(e);
+            }
+        }, timeoutMs);
+        try {
+            return answer.get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new Exception("no reply in " + timeoutMs + " ms", e);
+        }
     }
 
     private void litePull() throws Exception {
