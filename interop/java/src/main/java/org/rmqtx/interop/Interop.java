@@ -120,11 +120,16 @@ public final class Interop {
         boolean done();
     }
 
-    static void until(Condition condition, double seconds) throws InterruptedException {
+    /** Polls {@code condition} until it holds or {@code seconds} pass; whether it held. */
+    static boolean until(Condition condition, double seconds) throws InterruptedException {
         long deadline = System.currentTimeMillis() + (long) (seconds * 1000);
-        while (!condition.done() && System.currentTimeMillis() < deadline) {
+        while (!condition.done()) {
+            if (System.currentTimeMillis() >= deadline) {
+                return false;
+            }
             Thread.sleep(100);
         }
+        return true;
     }
 
     private String str(String key) {
@@ -393,6 +398,27 @@ public final class Interop {
             }
         }
 
+        /**
+         * Waits until the members hold every queue of {@code topic} (each member all of them when
+         * broadcasting, all members together otherwise), so that nothing is sent before a member's first
+         * rebalance. The 5.x client rebalances at start only when its heartbeat lock was free; otherwise
+         * its first rebalance comes 20 s later. False if that does not happen within {@code seconds}.
+         */
+        boolean awaitQueues(String topic, boolean broadcast, double seconds) throws Exception {
+            final Set<MessageQueue> all = new HashSet<MessageQueue>(consumers.get(0).fetchSubscribeMessageQueues(topic));
+            return until(() -> {
+                Set<MessageQueue> union = new HashSet<MessageQueue>();
+                for (DefaultMQPushConsumer c : consumers) {
+                    Set<MessageQueue> held = new HashSet<MessageQueue>(c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet());
+                    if (broadcast && !held.containsAll(all)) {
+                        return false;
+                    }
+                    union.addAll(held);
+                }
+                return union.containsAll(all);
+            }, seconds);
+        }
+
         void stop() {
             for (DefaultMQPushConsumer c : consumers) {
                 c.shutdown();
@@ -466,6 +492,9 @@ public final class Interop {
         final Members members = new Members(count, broadcast, false, m -> false, 16);
         members.start();
         sleep(num("settle"));
+        if (!members.awaitQueues(str("topic"), broadcast, num("wait"))) {
+            emit("error", "error", "the consumers did not hold every queue of " + str("topic") + " in " + num("wait") + " s");
+        }
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> want = bodies(p.containsKey("expect") ? "expect" : "messages");
