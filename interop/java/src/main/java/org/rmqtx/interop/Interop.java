@@ -486,15 +486,20 @@ public final class Interop {
         producer.shutdown();
     }
 
+    /** The settle time, then until the members hold every queue of the topic (an error if they never do). */
+    private void settle(Members members, boolean broadcast) throws Exception {
+        sleep(num("settle"));
+        if (!members.awaitQueues(str("topic"), broadcast, num("wait"))) {
+            emit("error", "error", "the consumers did not hold every queue of " + str("topic") + " in " + num("wait") + " s");
+        }
+    }
+
     private void consume() throws Exception {
         final int count = (int) num("members");
         final boolean broadcast = "BROADCASTING".equals(p.get("model"));
         final Members members = new Members(count, broadcast, false, m -> false, 16);
         members.start();
-        sleep(num("settle"));
-        if (!members.awaitQueues(str("topic"), broadcast, num("wait"))) {
-            emit("error", "error", "the consumers did not hold every queue of " + str("topic") + " in " + num("wait") + " s");
-        }
+        settle(members, broadcast);
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> want = bodies(p.containsKey("expect") ? "expect" : "messages");
@@ -517,7 +522,7 @@ public final class Interop {
     private void orderly() throws Exception {
         final Members members = new Members(1, false, true, m -> false, 16);
         members.start();
-        sleep(num("settle"));
+        settle(members, false);
         DefaultMQProducer producer = producer();
         sendSharded(producer);
         final List<String> want = bodies("messages");
@@ -543,7 +548,7 @@ public final class Interop {
     private void delay() throws Exception {
         final Members members = new Members();
         members.start();
-        sleep(num("settle"));
+        settle(members, false);
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         double longest = 0;
@@ -766,7 +771,7 @@ public final class Interop {
             }
         };
         members.start();
-        sleep(num("settle"));
+        settle(members, false);
         DefaultMQProducer producer = producer();
         long timeout = (long) (num("request_timeout") * 1000);
         for (Map<String, Object> spec : specs("messages")) {
@@ -880,7 +885,7 @@ public final class Interop {
     private void restart() throws Exception {
         final Members before = new Members();
         before.start();
-        sleep(num("settle"));
+        settle(before, false);
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> first = bodies("messages");
