@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -30,6 +31,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.client.producer.RequestCallback;
 import org.apache.rocketmq.client.producer.SendCallback;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.TransactionListener;
@@ -118,11 +120,16 @@ public final class Interop {
         boolean done();
     }
 
-    static void until(Condition condition, double seconds) throws InterruptedException {
+    /** Polls {@code condition} until it holds or {@code seconds} pass; whether it held. */
+    static boolean until(Condition condition, double seconds) throws InterruptedException {
         long deadline = System.currentTimeMillis() + (long) (seconds * 1000);
-        while (!condition.done() && System.currentTimeMillis() < deadline) {
+        while (!condition.done()) {
+            if (System.currentTimeMillis() >= deadline) {
+                return false;
+            }
             Thread.sleep(100);
         }
+        return true;
     }
 
     private String str(String key) {
@@ -391,6 +398,27 @@ public final class Interop {
             }
         }
 
+        /**
+         * Waits until the members hold every queue of {@code topic} (each member all of them when
+         * broadcasting, all members together otherwise), so that nothing is sent before a member's first
+         * rebalance. The 5.x client rebalances at start only when its heartbeat lock was free; otherwise
+         * its first rebalance comes 20 s later. False if that does not happen within {@code seconds}.
+         */
+        boolean awaitQueues(String topic, boolean broadcast, double seconds) throws Exception {
+            final Set<MessageQueue> all = new HashSet<MessageQueue>(consumers.get(0).fetchSubscribeMessageQueues(topic));
+            return until(() -> {
+                Set<MessageQueue> union = new HashSet<MessageQueue>();
+                for (DefaultMQPushConsumer c : consumers) {
+                    Set<MessageQueue> held = new HashSet<MessageQueue>(c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable().keySet());
+                    if (broadcast && !held.containsAll(all)) {
+                        return false;
+                    }
+                    union.addAll(held);
+                }
+                return union.containsAll(all);
+            }, seconds);
+        }
+
         void stop() {
             for (DefaultMQPushConsumer c : consumers) {
                 c.shutdown();
@@ -458,12 +486,20 @@ public final class Interop {
         producer.shutdown();
     }
 
+    /** The settle time, then until the members hold every queue of the topic (an error if they never do). */
+    private void settle(Members members, boolean broadcast) throws Exception {
+        sleep(num("settle"));
+        if (!members.awaitQueues(str("topic"), broadcast, num("wait"))) {
+            emit("error", "error", "the consumers did not hold every queue of " + str("topic") + " in " + num("wait") + " s");
+        }
+    }
+
     private void consume() throws Exception {
         final int count = (int) num("members");
         final boolean broadcast = "BROADCASTING".equals(p.get("model"));
         final Members members = new Members(count, broadcast, false, m -> false, 16);
         members.start();
-        sleep(num("settle"));
+        settle(members, broadcast);
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> want = bodies(p.containsKey("expect") ? "expect" : "messages");
@@ -486,7 +522,7 @@ public final class Interop {
     private void orderly() throws Exception {
         final Members members = new Members(1, false, true, m -> false, 16);
         members.start();
-        sleep(num("settle"));
+        settle(members, false);
         DefaultMQProducer producer = producer();
         sendSharded(producer);
         final List<String> want = bodies("messages");
@@ -512,7 +548,7 @@ public final class Interop {
     private void delay() throws Exception {
         final Members members = new Members();
         members.start();
-        sleep(num("settle"));
+        settle(members, false);
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         double longest = 0;
@@ -735,12 +771,12 @@ public final class Interop {
             }
         };
         members.start();
-        sleep(num("settle"));
+        settle(members, false);
         DefaultMQProducer producer = producer();
         long timeout = (long) (num("request_timeout") * 1000);
         for (Map<String, Object> spec : specs("messages")) {
             try {
-                Message reply = producer.request(message(spec), timeout);
+                Message reply = request(producer, message(spec), timeout);
                 emit("reply", "body", spec.get("body"), "reply", new String(reply.getBody(), StandardCharsets.UTF_8),
                     "topic", reply.getTopic(), "at", now());
             } catch (Exception e) {
@@ -752,6 +788,36 @@ public final class Interop {
         members.stop();
         producer.shutdown();
         replier.shutdown();
+    }
+
+    /**
+     * request() through its callback form, waiting for the first non-null reply. The 5.3.1 to 5.3.3
+     * clients count the blocking request() down as soon as the request's send succeeds (so it fails
+     * with RequestTimeoutException before any reply, whatever the broker) and hand the callback a
+     * null reply then; the real reply follows through the same callback. Fixed upstream after 5.3.3.
+     */
+    private static Message request(DefaultMQProducer producer, Message msg, long timeoutMs) throws Exception {
+        final CompletableFuture<Message> answer = new CompletableFuture<>();
+        producer.request(msg, new RequestCallback() {
+            @Override
+            public void onSuccess(Message reply) {
+                if (reply != null) {
+                    answer.complete(reply);
+                }
+            }
+
+            @Override
+            public void onException(Throwable e) {
+                answer.completeExceptionally(e);
+            }
+        }, timeoutMs);
+        try {
+            return answer.get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new Exception("no reply in " + timeoutMs + " ms", e);
+        }
     }
 
     private void litePull() throws Exception {
@@ -819,7 +885,7 @@ public final class Interop {
     private void restart() throws Exception {
         final Members before = new Members();
         before.start();
-        sleep(num("settle"));
+        settle(before, false);
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> first = bodies("messages");
