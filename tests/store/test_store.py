@@ -117,7 +117,7 @@ class WriteReadTest(unittest.TestCase):
         for i in range(5):
             put_sync(self.store, msg("G", 0, b"x%d" % i))
         s = self.store
-        self.assertEqual(s.get_message("nope", 0, 0, 1).status, GetStatus.NO_MATCHED_LOGIC_QUEUE)
+        self.assertEqual(s.get_message("nope", 0, 0, 1).status, GetStatus.NO_MESSAGE_IN_QUEUE)  # as Java: an empty queue
         r = s.get_message("G", 0, 5, 1)
         self.assertEqual((r.status, r.next_begin_offset), (GetStatus.OFFSET_OVERFLOW_ONE, 5))
         r = s.get_message("G", 0, 9, 1)

@@ -124,9 +124,12 @@ class SendProcessor:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{self.ctx.config.brokerIP1}] sending transaction message is forbidden"
             )
-        if not is_batch and not is_half and props.get(PROPERTY_WAIT) == "true":
-            del props[PROPERTY_WAIT]  # Java drops the default WAIT=true of plain messages only
+        # Java takes WAIT out of the stored string but puts it back in the map after CLUSTER; only
+        # the paths that rebuild the string (delay levels, half messages) store it, in that place.
+        wait = None if is_batch else props.pop(PROPERTY_WAIT, None)
         props[PROPERTY_CLUSTER] = self.ctx.config.brokerClusterName
+        if wait is not None:
+            props[PROPERTY_WAIT] = wait
         reply_queue = queue_id
         sys_flag = header.sysFlag
         if is_half:
@@ -134,6 +137,8 @@ class SendProcessor:
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
         elif not is_batch:
             topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
+            if wait is not None and topic != SCHEDULE_TOPIC:
+                del props[PROPERTY_WAIT]
         peer = conn.transport.getPeer()
         born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
         if is_batch:
