@@ -13,7 +13,10 @@ DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 
 _ALIASES = {
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
+    "checkCRCOnRecover": "check_crc_on_recover",
 }
+#: Java names that the snake/camel conversion does not spell back.
+_JAVA_NAMES = {"check_crc_on_recover": "checkCRCOnRecover"}
 
 
 def _snake(camel: str) -> str:
@@ -114,5 +117,5 @@ class StoreConfig:
             if f.name == "extra":
                 continue
             v = getattr(self, f.name)
-            out[_camel(f.name)] = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+            out[_JAVA_NAMES.get(f.name) or _camel(f.name)] = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
         return out

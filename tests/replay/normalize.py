@@ -97,7 +97,6 @@ RUNTIME_VOLATILE = {
     "putLatency99": "put latency percentile: depends on the machine",
     "putLatency999": "put latency percentile: depends on the machine",
     "putMessageAverageSize": "Java counts what mqadmin's own requests added meanwhile; compared by tests/broker/test_stats.py",
-    "earliestMessageTimeStamp": "store time of the oldest message",
     "msgPutTotalTodayNow": "counter: the Java broker also counted puts before the capture window",
     "msgGetTotalTodayNow": "counter: the Java broker also counted gets before the capture window",
     "putMessageTimesTotal": "counter: as above",
@@ -175,7 +174,6 @@ CONFIG_VOLATILE = {
     "mappedFileSizeCommitLog": "16 MiB in tests (64 MiB in broker-wire.conf): no file rolls either way",
     "maxIndexNum": "smaller index files in tests",
     "maxHashSlotNum": "smaller index files in tests",
-    "listenAddress": "rmqtx setting: binds 127.0.0.1 in tests",
 }
 
 #: Short wait for held pulls that ran out in Java.

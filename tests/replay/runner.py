@@ -6,6 +6,7 @@ import itertools
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Awaitable, Callable
 
 from twisted.internet import defer, endpoints, protocol, reactor, task
 
@@ -103,12 +104,19 @@ class Replayer:
             ours, error = None, repr(exc)
         self._check(ex, ex.answer, ours, error)  # type: ignore[arg-type]
 
-    async def replay(self, name: str) -> None:
-        """Every exchange of one capture, in capture order; each captured connection its own TCP connection."""
+    async def replay(self, name: str, after_step: Callable[[str], Awaitable[None]] | None = None) -> None:
+        """Every exchange of one capture, in capture order; each captured connection its own TCP connection.
+
+        ``after_step`` runs once the exchanges of each client step (an mqadmin command line) are replayed.
+        """
         conns: dict[int, ReplayConnection] = {}
         held: list[tuple[float, Exchange, defer.Deferred]] = []
+        step = None
         try:
             for ex in broker_exchanges(name):
+                if after_step is not None and step is not None and ex.step != step:
+                    await after_step(step)
+                step = ex.step
                 # answers Java gave before this request was sent come first here too
                 for item in [h for h in held if h[0] <= ex.ts]:
                     held.remove(item)
@@ -141,6 +149,8 @@ class Replayer:
                     await self._settle(ex, d)
             for _, ex, d in held:
                 await self._settle(ex, d)
+            if after_step is not None and step is not None:
+                await after_step(step)
         finally:
             for conn in conns.values():
                 await conn.close()

@@ -19,6 +19,7 @@ from tests.client.support import wait_until
 from tests.fixtures import FIXTURES, frame_files, records
 from tests.namesrv.helpers import connect
 from tests.replay.capture import SESSION_1, SESSION_2, between_sessions
+from tests.replay.cli import compare_output, mqadmin_commands, rmqadmin, step_of
 from tests.replay.normalize import NOT_REPLAYED
 from tests.replay.runner import Replayer, broker_exchanges
 
@@ -60,6 +61,9 @@ class BrokerReplayTest(unittest.TestCase):
     timeout = 180
 
     def setUp(self) -> None:
+        self.pending_cli = mqadmin_commands()
+        self.cli_compared: list[str] = []
+        self.cli_diffs: list[str] = []
         self.cluster = InProcessCluster(**wire_conf())
         self.cluster.start()
         self.addCleanup(lambda: defer.ensureDeferred(self.cluster.stop()))
@@ -81,8 +85,21 @@ class BrokerReplayTest(unittest.TestCase):
             if name == "between sessions":
                 await self._send_between_sessions()
                 continue
-            await replayer.replay(name)
+            await replayer.replay(name, self._run_mqadmin_commands if name == "scenario-admin.jsonl" else None)
         return replayer
+
+    async def _run_mqadmin_commands(self, step: str) -> None:
+        """Once the frames of one mqadmin command are replayed: rmqadmin with the same command line, and
+        any captured command without broker frames (topicList) that came before it."""
+        while self.pending_cli:
+            cmd = self.pending_cli.pop(0)
+            code, out, err = await rmqadmin(cmd, self.cluster.namesrv_addr, self.cluster.broker_addr)
+            self.cli_compared.append(cmd["argv"][1])
+            self.cli_diffs += [f"rmqadmin {step_of(cmd)}: {d}" for d in compare_output(cmd, code, out, self.cluster.broker_addr)]
+            if err:
+                self.cli_diffs.append(f"rmqadmin {step_of(cmd)}: stderr {err!r}")
+            if step_of(cmd) == step:
+                return
 
     async def _send_between_sessions(self) -> None:
         conn = await connect(int(self.cluster.broker_addr.rsplit(":", 1)[1]))
@@ -109,3 +126,6 @@ class BrokerReplayTest(unittest.TestCase):
         self.assertGreaterEqual(answered, 138)
         self.assertEqual(set(report.oneway), {15, 37, 310})
         self.assertEqual(len(report.races), 1)
+        # rmqadmin printed what mqadmin printed, for every captured command
+        self.assertEqual(self.cli_diffs, [], "\n" + "\n".join(self.cli_diffs))
+        self.assertEqual(self.cli_compared, [cmd["argv"][1] for cmd in mqadmin_commands()])
