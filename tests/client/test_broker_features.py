@@ -14,7 +14,7 @@ from rmqtx.client.errors import MQBrokerError, MQClientError
 from rmqtx.client.message import Message, MessageQueue, PullStatus, TransactionState
 from rmqtx.client.producer import Producer, TransactionProducer
 from rmqtx.remoting.codes import RequestCode
-from tests.client.support import ClusterTestCase, sleep, wait_until
+from tests.client.support import ClusterTestCase, wait_until
 
 FAST_DELAYS = " ".join(["1s"] * 18)
 
@@ -42,7 +42,6 @@ class BrokerFeatureTest(ClusterTestCase):
             return [await producer.send(Message(topic, body, tags="TagA", keys=f"key-{body.replace(' ', '-')}"), **kwargs) for body in bodies]
         finally:
             await producer.shutdown()
-            await sleep(0.3)  # keep topic creations apart (broker topics.json write race)
 
     @defer.inlineCallbacks
     def test_retry_after_reconsume_later(self):
@@ -122,16 +121,20 @@ class BrokerFeatureTest(ClusterTestCase):
         await reader.start()
         try:
             expected = ["commit", "creates the topic", "unknown"]
-            for _ in range(20):  # the check's END_TRANSACTION is oneway: give the commit a moment
+
+            async def visible() -> list[str]:
                 bodies = []
                 for mq in await reader.fetch_queues("T_tx"):
                     result = await reader.pull(mq, 0, 32)
                     if result.status is PullStatus.FOUND:
                         bodies += [m.body.decode() for m in result.messages]
-                if sorted(bodies) == expected:
-                    break
-                await sleep(0.25)
-            self.assertEqual(sorted(bodies), expected)
+                return sorted(bodies)
+
+            # the check's END_TRANSACTION is oneway: wait for the commit it makes
+            ctx = self.cluster.broker.ctx
+            queues = range(ctx.topics.get("T_tx").readQueueNums)
+            await wait_until(lambda: sum(ctx.store.get_max_offset_in_queue("T_tx", q) for q in queues) >= 3, timeout=20)
+            self.assertEqual(await visible(), expected)
         finally:
             await reader.shutdown()
 

@@ -399,9 +399,10 @@ class FlushTest(unittest.TestCase):
         self.store.start(reactor)
         r = yield self.store.put_message(msg("A", 0, b"x"))
         self.assertTrue(r.ok)
-        d = defer.Deferred()
-        reactor.callLater(0.3, d.callback, None)
-        yield d
-        self.assertEqual(self.store.commitlog.queue.flushed_where, r.wrote_offset + r.wrote_bytes)
+        end = r.wrote_offset + r.wrote_bytes
+        cp = self.store.checkpoint
+        yield defer.ensureDeferred(wait_until(lambda: self.store.commitlog.queue.flushed_where == end and cp.physic_ts > 0
+                                              and cp.logics_ts > 0, timeout=5))
+        self.assertEqual(self.store.commitlog.queue.flushed_where, end)
         self.assertGreater(self.store.checkpoint.physic_ts, 0)
         self.assertGreater(self.store.checkpoint.logics_ts, 0)
