@@ -96,16 +96,16 @@ RUNTIME_VOLATILE = {
     "getMessageEntireTimeMax": "slowest get in ms: depends on the machine",
     "putLatency99": "put latency percentile: depends on the machine",
     "putLatency999": "put latency percentile: depends on the machine",
-    "putMessageAverageSize": "Java counts what mqadmin's own requests added meanwhile; compared by tests/broker/test_stats.py",
+    "putMessageAverageSize": "average over every put since start: the Java broker also counted puts before the capture window",
     "msgPutTotalTodayNow": "counter: the Java broker also counted puts before the capture window",
     "msgGetTotalTodayNow": "counter: the Java broker also counted gets before the capture window",
     "putMessageTimesTotal": "counter: as above",
     "putMessageSizeTotal": "counter: as above",
-    "commitLogMaxOffset": "compared through the replay's translation of commit log offsets (not learned here)",
+    "commitLogMaxOffset": "the commit log's end: offsets shift after the transaction scenario's race (JAVA_RACES)",
     "dispatchBehindBytes": "how far the reput thread lags at that instant",
     "pageCacheLockTimeMills": "how long the commit log lock is held at that instant",
 }
-#: Runtime keys that only Java has, with why rmqtx has none.
+#: Runtime keys named after a path: compared by prefix, with why.
 RUNTIME_PER_PATH_PREFIXES = {
     "commitLogDiskRatio_": "one key per commit log directory, named by its path: both must have one, names differ",
 }
@@ -170,8 +170,6 @@ CONFIG_VOLATILE = {
     "storePathCommitLog": "the store is in a temp dir",
     "namesrvAddr": "the test's NameServer port",
     "listenPort": "a free port",
-    "brokerIP2": "set in broker-wire.conf, not by the test",
-    "mappedFileSizeCommitLog": "16 MiB in tests (64 MiB in broker-wire.conf): no file rolls either way",
     "maxIndexNum": "smaller index files in tests",
     "maxHashSlotNum": "smaller index files in tests",
 }

@@ -24,7 +24,7 @@ from tests.replay.normalize import NOT_REPLAYED
 from tests.replay.runner import Replayer, broker_exchanges
 
 #: broker-wire.conf keys the test replaces: where the store lives, which ports, which NameServer.
-LOCAL = {"storePathRootDir", "storePathCommitLog", "listenPort", "namesrvAddr", "brokerIP2"}
+LOCAL = {"storePathRootDir", "storePathCommitLog", "listenPort", "namesrvAddr"}
 
 
 def wire_conf() -> dict[str, str]:

@@ -14,6 +14,8 @@ from rmqtx.store import (BatchToStore, GetStatus, MessageStore, PutStatus, Store
 from rmqtx.store import mapped_file
 from rmqtx.store.record import decode_record, encode_batch_body, java_hash
 
+from tests.client.support import wait_until
+
 from .helpers import TempStore, msg, put_sync, read_cq, small_config
 
 MAGIC = 0xDAA320A7
