@@ -48,6 +48,21 @@ class PushConsumerTest(ClusterTestCase):
         store, tc = self.cluster.broker.ctx.store, self.cluster.broker.ctx.topics.get(topic)
         return sum(store.get_max_offset_in_queue(topic, q) for q in range(tc.readQueueNums)) if tc else 0
 
+    async def until_caught_up(self, topic: str) -> None:
+        """The broker holds a pull at the end of every queue of ``topic``: the consumer has fetched all it can.
+
+        (With a tag filter the committed offset only passes filtered tail messages when such a long poll
+        ends, as in Java, so committed offsets are no condition here.)
+        """
+        ctx = self.cluster.broker.ctx
+
+        def caught_up() -> bool:
+            queues = range(ctx.topics.get(topic).readQueueNums)
+            return all(any(h.offset >= ctx.store.get_max_offset_in_queue(topic, q) for h in ctx.holds.held.get((topic, q), ()))
+                       for q in queues)
+
+        await wait_until(caught_up)
+
     async def until_all_committed(self, group: str, topic: str) -> None:
         """Every stored message consumed and acknowledged: nothing can be delivered again, barring a bug."""
         await wait_until(lambda: self.committed(group, topic) == self.stored(topic) > 0)
@@ -121,7 +136,7 @@ class PushConsumerTest(ClusterTestCase):
         await c.start()
         try:
             await wait_until(lambda: len(got.bodies) == 8)
-            await self.until_all_committed("C_tags", "T_tags")  # the filtered-out ones are passed too
+            await self.until_caught_up("T_tags")  # whatever the broker would still deliver has been fetched
             self.assertEqual(sorted(got.tags), ["TagA"] * 4 + ["TagC"] * 4)
             heartbeat_sub = c.consumer_data()["subscriptionDataSet"]
             t = next(s for s in heartbeat_sub if s["topic"] == "T_tags")
