@@ -6,6 +6,7 @@ and figures that are rates, clocks or disk sizes are checked for their shape, no
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from dataclasses import dataclass
@@ -103,7 +104,5 @@ def compare_output(cmd: dict, code: int, out: str, broker: str) -> list[str]:
         diffs += [f"line mqadmin did not print: {line!r}" for line in extra]
         return diffs
     if ours != java:
-        import difflib
-
         diffs.append("stdout differs:\n" + "\n".join(difflib.unified_diff(java, ours, "mqadmin", "rmqadmin", lineterm="")))
     return diffs

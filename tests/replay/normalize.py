@@ -10,6 +10,7 @@ for the same message, however the two got there.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from rmqtx.remoting import encode_frame
@@ -230,8 +231,6 @@ class Translation:
         if how == "offset-msg-id":
             return self.msg_id(str(java), str(ours))
         if how == "data-version":
-            import json
-
             j, o = json.loads(str(java)), json.loads(str(ours))
             return None if list(j) == list(o) and j["counter"] == o["counter"] else f"{ours} vs Java's {java}"
         raise ValueError(how)
