@@ -35,6 +35,12 @@ class RebalanceLockManager:
                 held.append(mq)
         return held
 
+    def held_by(self, group: str, client_id: str) -> set[MessageQueue]:
+        """The queues of ``group`` that ``client_id`` holds now (live locks only)."""
+        now = self.clock()
+        return {mq for mq, lock in self.table.get(group, {}).items()
+                if lock.client_id == client_id and now - lock.last_update <= LOCK_MAX_LIVE_S}
+
     def unlock_batch(self, group: str, mqs: list[MessageQueue], client_id: str) -> None:
         locks = self.table.get(group, {})
         for mq in mqs:

@@ -357,7 +357,8 @@ class MessageStore:
         """
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
-            return GetResult(GetStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+            # Java's store creates a missing queue on lookup, so the caller sees an empty one
+            return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
         min_o, max_o = cq.min_offset, cq.max_offset
         if max_o == 0:
             return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, min_o, max_o)

@@ -6,7 +6,7 @@ import io
 
 from rmqtx.remoting import RemotingClient, RemotingCommand
 from rmqtx.tools.cli import run
-from tests.client.support import ClusterTestCase
+from tests.client.support import ClusterTestCase, wait_until
 
 
 class AdminTestCase(ClusterTestCase):
@@ -15,6 +15,10 @@ class AdminTestCase(ClusterTestCase):
         out, err = io.StringIO(), io.StringIO()
         code = await run([*argv, "-n", self.cluster.namesrv_addr], out, err)
         return code, out.getvalue(), err.getvalue()
+
+    async def until_routed(self, topic: str) -> None:
+        """Wait until the broker's oneway re-registration has put ``topic`` on the name server."""
+        await wait_until(lambda: topic in self.cluster.namesrv.route_info.topic_queue_table, timeout=10)
 
     async def ok(self, *argv: str) -> str:
         code, out, err = await self.rmqadmin(*argv)

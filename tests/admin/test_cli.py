@@ -11,7 +11,7 @@ from rmqtx.client.consumer import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, Push
 from rmqtx.client.message import Message, MessageQueue
 from rmqtx.client.producer import Producer
 from tests.admin.support import AdminTestCase
-from tests.client.support import sleep, wait_until
+from tests.client.support import wait_until
 from tests.e2e.harness import REPO
 
 
@@ -32,7 +32,7 @@ class TopicCommandsTest(AdminTestCase):
             "TopicConfig [topicName=T_admin, readQueueNums=2, writeQueueNums=2, perm=RW-, "
             "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false]",
         )
-        await sleep(0.3)  # the oneway re-registration reaches the name server
+        await self.until_routed("T_admin")
         self.assertIn("T_admin", (await self.ok("topicList")).splitlines())
 
         route = await self.ok("topicRoute", "-t", "T_admin")
@@ -101,7 +101,7 @@ class ConsumerCommandsTest(AdminTestCase):
         self.assertIn("G_admin", self.cluster.broker.ctx.groups.table)
 
         await self.ok("updateTopic", "-c", "DefaultCluster", "-t", "T_fix", "-r", "2", "-w", "2")
-        await sleep(0.3)
+        await self.until_routed("T_fix")
         producer = Producer("P_admin", config=self.config())
         await producer.start()
         sent = [await producer.send(Message("T_fix", f"m{i}".encode(), tags="TagA", keys=f"K{i}"), queue=MessageQueue("T_fix", "broker-a", i % 2)) for i in range(5)]
@@ -165,7 +165,7 @@ class ConsumerCommandsTest(AdminTestCase):
 
     async def _offline_reset(self) -> None:
         await self.ok("updateTopic", "-c", "DefaultCluster", "-t", "T_off", "-r", "1", "-w", "1")
-        await sleep(0.3)
+        await self.until_routed("T_off")
         producer = Producer("P_off", config=self.config())
         await producer.start()
         for i in range(3):

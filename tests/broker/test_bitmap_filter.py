@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import orjson
 from twisted.internet import defer
@@ -15,7 +16,7 @@ from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponse
 from rmqtx.filter import consumer_bloom_key
 from rmqtx.store.tools import verify
 from tests.broker.wire import decode_records, send
-from tests.client.support import ClusterTestCase, sleep
+from tests.client.support import ClusterTestCase, wait_until
 
 TOPIC = "T_bitmap"
 GROUPS = {"G_high": "a > 94", "G_low": "a < 5 AND region = 'eu'"}
@@ -49,7 +50,9 @@ class BitmapFilterTest(ClusterTestCase):
         body = orjson.dumps({"clientID": "127.0.0.1@bitmap", "consumerDataSet": consumers, "producerDataSet": []})
         resp = await self.client.invoke(self.cluster.broker_addr, RemotingCommand.request(RequestCode.HEART_BEAT, body=body))
         self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
-        await sleep(0.01)  # messages stored in the registration's millisecond are not trusted to carry its bits
+        # messages stored in the registration's millisecond are not trusted to carry its bits: let the clock move on
+        registered_ms = int(time.time() * 1000)
+        await wait_until(lambda: int(time.time() * 1000) > registered_ms, timeout=1, step=0.001)
 
     async def _send(self, n: int) -> None:
         for _ in range(n):

@@ -15,6 +15,7 @@ from rmqtx.store.record import decode_offset_msg_id
 from tests.broker.inprocess import InProcessCluster
 from tests.broker.test_reput import java_store_records
 from tests.broker.wire import decode_records, props_of, pull, send
+from tests.client.support import wait_until
 
 FAST_LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 
@@ -208,7 +209,8 @@ class DelayRestartTest(unittest.TestCase):
         for i in range(5):
             resp = await send(client, cluster.broker_addr, "T_dr", f"d{i}".encode(), DELAY="2")
             self.assertEqual(resp.code, ResponseCode.SUCCESS)
-        await sleep(0.3)
+        store = cluster.broker.ctx.store
+        await wait_until(lambda: store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 5, timeout=10)
         await client.close()
         root = cluster.broker_conf["storePathRootDir"]
         await cluster.broker.stopService()
@@ -220,10 +222,12 @@ class DelayRestartTest(unittest.TestCase):
         cluster.broker.startService()
         client = RemotingClient()
         try:
-            await sleep(3.0)
+            ctx = cluster.broker.ctx
+            await wait_until(lambda: ctx.schedule.offsets.get(2, 0) >= 5, timeout=15)
             resp, records = await pull(client, cluster.broker.config.broker_addr, "T_dr", 0, 0)
             self.assertEqual(sorted(r.body for r in records), [f"d{i}".encode() for i in range(5)])
-            await sleep(0.5)
+            ctx.schedule.deliver_due()  # another round of the schedule finds nothing left to deliver
+            self.assertEqual(ctx.store.get_max_offset_in_queue("T_dr", 0), 5)
             resp, again = await pull(client, cluster.broker.config.broker_addr, "T_dr", 0, 0)
             self.assertEqual(len(again), 5)
         finally:

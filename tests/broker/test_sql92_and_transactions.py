@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import orjson
 from twisted.internet import defer
 from twisted.trial import unittest
@@ -14,7 +16,7 @@ from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RequestC
 from rmqtx.remoting.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
 from tests.broker.inprocess import InProcessCluster
 from tests.broker.wire import decode_records, props_of, send
-from tests.client.support import ClusterTestCase, sleep, wait_until
+from tests.client.support import ClusterTestCase, wait_until
 
 MESSAGES = [
     ("m1", "A", {"a": "3", "region": "eu"}),
@@ -122,6 +124,27 @@ class TransactionWireTest(unittest.TestCase):
         header = EndTransactionRequestHeader("P_tx", int(half.ext_fields["queueOffset"]), offset, state, False, "x")
         await self.client.invoke_oneway(self.addr, header.apply_to(RemotingCommand(RequestCode.END_TRANSACTION)))
 
+    def _ops(self) -> list:
+        store = self.cluster.broker.ctx.store
+        return decode_records(b"".join(store.get_message("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0, 0, 32).messages))
+
+    async def _barrier(self) -> None:
+        """A send answered on the same connection: the requests before it were handled, their puts done."""
+        resp = await send(self.client, self.addr, "T_barrier", b"barrier")
+        self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
+
+    async def _check_pass_asks_nothing(self) -> None:
+        """Once every half is older than the timeout, run a check pass now; a check it sent would arrive
+        before the answer to the barrier that follows on the same connection."""
+        ctx = self.cluster.broker.ctx
+        newest = ctx.store.get_max_offset_in_queue("RMQ_SYS_TRANS_HALF_TOPIC", 0) - 1
+        stored = ctx.store.get_message_store_timestamp("RMQ_SYS_TRANS_HALF_TOPIC", 0, newest)
+        await wait_until(lambda: time.time() * 1000 - stored > ctx.config.transactionTimeOut, timeout=10)
+        before = len(self.checks)
+        ctx.transactions.check()
+        await self._barrier()
+        self.assertEqual(len(self.checks), before)
+
     def _visible(self) -> list:
         store = self.cluster.broker.ctx.store
         return decode_records(b"".join(store.get_message("T_tx", 0, 0, 32).messages))
@@ -135,14 +158,13 @@ class TransactionWireTest(unittest.TestCase):
         await self._end(rollback, 12)
         await self._end(commit, 8)  # duplicate
         await self._end(rollback, 8)  # late, contradicting
-        await sleep(0.3)
+        await wait_until(lambda: len(self._ops()) == 2 and len(self._visible()) == 1, timeout=10)
+        await self._barrier()  # the duplicate and the late end are handled too
         visible = self._visible()
         self.assertEqual([r.body for r in visible], [b"commit"])
         self.assertEqual(visible[0].sys_flag & 0xC, 0x8)
         self.assertEqual(props_of(visible[0])["REAL_TOPIC"], "T_tx")
-        store = self.cluster.broker.ctx.store
-        ops = decode_records(b"".join(store.get_message("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0, 0, 32).messages))
-        self.assertEqual(sorted(r.body for r in ops), [b"0", b"1"])
+        self.assertEqual(sorted(r.body for r in self._ops()), [b"0", b"1"])
         self.assertEqual(self.checks, [])  # both were resolved before the timeout
 
     def test_commit_once_rollback_never(self):
@@ -185,7 +207,7 @@ class TransactionWireTest(unittest.TestCase):
         shown = decode_records(check.body)[0]
         self.assertEqual((shown.topic, shown.body), ("T_tx", b"unknown"))
         self.assertEqual(props_of(shown)["TRANSACTION_CHECK_TIMES"], "1")
-        await sleep(1.0)
+        await self._check_pass_asks_nothing()
         self.assertEqual(len(self._visible()), 1)
         self.assertEqual(len(self.checks), 1)
 
@@ -199,7 +221,7 @@ class TransactionWireTest(unittest.TestCase):
         await wait_until(lambda: self.cluster.broker.ctx.topics.get("TRANS_CHECK_MAX_TIME_TOPIC") is not None, timeout=15)
         self.assertEqual(len(self.checks), 3)  # transactionCheckMax
         self.assertEqual(self._visible(), [])
-        await sleep(1.0)
+        await self._check_pass_asks_nothing()
         self.assertEqual(len(self.checks), 3)
 
     def test_producer_that_never_answers_is_dropped_after_max_checks(self):

@@ -10,8 +10,6 @@ from twisted.internet import defer, reactor, task
 from twisted.trial import unittest
 
 from rmqtx.client.config import ClientConfig
-from rmqtx.client.errors import MQBrokerError
-from rmqtx.remoting.codes import ResponseCode
 from tests.broker.inprocess import InProcessCluster
 
 _names = itertools.count()
@@ -39,12 +37,6 @@ class ClusterTestCase(unittest.TestCase):
             client_ip="127.0.0.1",
             **settings,  # type: ignore[arg-type]
         )
-
-    def skip_if_unsupported(self, exc: BaseException, feature: str) -> None:
-        """Skip, saying why, when the broker answers REQUEST_CODE_NOT_SUPPORTED (3); else re-raise."""
-        if isinstance(exc, MQBrokerError) and exc.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-            raise unittest.SkipTest(f"broker does not support {feature} yet (REQUEST_CODE_NOT_SUPPORTED: {exc.remark})")
-        raise exc
 
 
 async def wait_until(predicate: Callable[[], bool], timeout: float = 15.0, step: float = 0.05) -> None:

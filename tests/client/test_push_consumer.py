@@ -9,7 +9,7 @@ from twisted.internet import defer
 from rmqtx.client.consumer import BROADCASTING, CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, PushConsumer
 from rmqtx.client.message import Message, MessageQueue
 from rmqtx.client.producer import Producer
-from tests.client.support import ClusterTestCase, sleep, wait_until
+from tests.client.support import ClusterTestCase, wait_until
 
 
 class Recorder:
@@ -39,9 +39,33 @@ class PushConsumerTest(ClusterTestCase):
             return bodies
         finally:
             await producer.shutdown()
-            # The broker writes topics.json from worker threads, and two overlapping writes collide
-            # on the same .tmp file (a broker bug, reported); keep topic creations apart.
-            await sleep(0.3)
+
+    def committed(self, group: str, topic: str) -> int:
+        """Messages of ``topic`` whose consumption ``group`` has committed to the broker."""
+        return sum(self.cluster.broker.ctx.offsets.queues_of(group, topic).values())
+
+    def stored(self, topic: str) -> int:
+        store, tc = self.cluster.broker.ctx.store, self.cluster.broker.ctx.topics.get(topic)
+        return sum(store.get_max_offset_in_queue(topic, q) for q in range(tc.readQueueNums)) if tc else 0
+
+    async def until_caught_up(self, topic: str) -> None:
+        """The broker holds a pull at the end of every queue of ``topic``: the consumer has fetched all it can.
+
+        (With a tag filter the committed offset only passes filtered tail messages when such a long poll
+        ends, as in Java, so committed offsets are no condition here.)
+        """
+        ctx = self.cluster.broker.ctx
+
+        def caught_up() -> bool:
+            queues = range(ctx.topics.get(topic).readQueueNums)
+            return all(any(h.offset >= ctx.store.get_max_offset_in_queue(topic, q) for h in ctx.holds.held.get((topic, q), ()))
+                       for q in queues)
+
+        await wait_until(caught_up)
+
+    async def until_all_committed(self, group: str, topic: str) -> None:
+        """Every stored message consumed and acknowledged: nothing can be delivered again, barring a bug."""
+        await wait_until(lambda: self.committed(group, topic) == self.stored(topic) > 0)
 
     def consumer(self, group: str, topic: str, listener, expression: str = "*", **kwargs) -> PushConsumer:
         c = PushConsumer(group, config=self.config(), listener=listener, consume_from=CONSUME_FROM_FIRST_OFFSET, **kwargs)
@@ -64,13 +88,13 @@ class PushConsumerTest(ClusterTestCase):
             await c2.start()
             main = lambda c: {mq for mq in c.pqs if mq.topic == "T_split"}  # noqa: E731
             await wait_until(lambda: len(main(c1)) == len(main(c2)) == 2 and not (main(c1) & main(c2)))
-            await sleep(0.3)
+            await self.until_all_committed("C_split", "T_split")  # the warm-up message cannot come again
             for r in (first, second):  # only what was sent after the split counts
                 r.bodies.clear()
                 r.queues.clear()
             bodies = await self.produce("T_split", 40)
             await wait_until(lambda: sorted(first.bodies + second.bodies) == sorted(bodies))
-            await sleep(0.5)
+            await self.until_all_committed("C_split", "T_split")
             self.assertFalse(first.queues & second.queues, "a queue was consumed by both members")
             self.assertTrue(first.bodies and second.bodies, "one member got nothing")
             self.assertEqual(sorted(first.bodies + second.bodies), sorted(bodies))
@@ -112,7 +136,7 @@ class PushConsumerTest(ClusterTestCase):
         await c.start()
         try:
             await wait_until(lambda: len(got.bodies) == 8)
-            await sleep(0.5)
+            await self.until_caught_up("T_tags")  # whatever the broker would still deliver has been fetched
             self.assertEqual(sorted(got.tags), ["TagA"] * 4 + ["TagC"] * 4)
             heartbeat_sub = c.consumer_data()["subscriptionDataSet"]
             t = next(s for s in heartbeat_sub if s["topic"] == "T_tags")
@@ -145,7 +169,7 @@ class PushConsumerTest(ClusterTestCase):
         await c2.start()
         try:
             await wait_until(lambda: len(again.bodies) == 5)
-            await sleep(0.5)
+            await self.until_all_committed("C_resume", "T_resume")
             self.assertEqual(sorted(again.bodies), sorted(more), "the restarted consumer re-read committed messages")
         finally:
             await c2.shutdown()

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -101,6 +102,21 @@ class Standalone:
             time.sleep(0.05)
         raise RuntimeError(f"topic {topic} never reached the NameServer")
 
+    def send_to_queue(self, topic: str, queue_id: int, body: str) -> None:
+        """One SEND_MESSAGE_V2 to a given queue, as a Java producer builds it (for probes)."""
+        from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
+
+        header = SendMessageRequestHeader(
+            producerGroup="P_probe", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4, queueId=queue_id,
+            sysFlag=0, bornTimestamp=int(time.time() * 1000), flag=0, properties="WAIT\x01true\x02TAGS\x01Probe",
+            reconsumeTimes=0, unitMode=False, batch=False,
+        )
+        fields, order = send_header_to_v2(header)
+        request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body.encode(), fast_keys=order)
+        resp = call(self.broker, request)
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"probe to {topic}/{queue_id}: {resp.code} {resp.remark}")
+
     def log(self) -> str:
         try:
             return self.log_path.read_text()[-5000:]
@@ -132,6 +148,84 @@ def run_client(argv: list[str], timeout: float, env: dict[str, str] | None = Non
     if proc.returncode != 0:
         raise AssertionError(f"{argv[1:3]} exited {proc.returncode}\nstdout:{proc.stdout[-3000:]}\nstderr:{proc.stderr[-3000:]}")
     return lines
+
+
+class EventReader:
+    """A scenario process's JSON lines, read in a thread, so a test can wait for an event with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.events: list[dict] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            if line.startswith("{"):
+                with self._lock:
+                    self.events.append(json.loads(line))
+
+    def snapshot(self) -> list[dict]:
+        with self._lock:
+            return list(self.events)
+
+    def finish(self, timeout: float = 90) -> tuple[int, list[dict], str]:
+        """Wait for the process to end: (exit code, every event, stderr)."""
+        err = self.proc.stderr.read() if self.proc.stderr else ""  # type: ignore[union-attr]
+        code = self.proc.wait(timeout)
+        self._thread.join(timeout)
+        return code, self.snapshot(), err
+
+
+def wait_for(predicate, timeout: float, what: str, step: float = 0.05) -> None:
+    """Poll ``predicate`` until it holds; fail after ``timeout`` seconds saying ``what`` was awaited."""
+    deadline = time.time() + timeout
+    while not predicate():
+        if time.time() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(step)
+
+
+PROBE = "probe-"
+
+
+def settle_with_probes(server: "Standalone", topic: str, readers: list[EventReader], queues: int, shared: bool,
+                       timeout: float = 40) -> None:
+    """Send rounds of probe messages, one to each queue, until one round shows the group settled.
+
+    ``shared`` (broadcasting): every member got every queue's probe. Otherwise (clustering, orderly):
+    every probe reached exactly one member, and the members split the queues evenly.
+    """
+    deadline = time.time() + timeout
+    for round_no in range(10_000):
+        bodies = {f"{PROBE}{round_no}-{q}": q for q in range(queues)}
+        for body, q in bodies.items():
+            server.send_to_queue(topic, q, body)
+
+        def round_seen() -> list[set[int]]:
+            return [{bodies[e["body"]] for e in r.snapshot() if e.get("kind") == "recv" and e.get("body") in bodies}
+                    for r in readers]
+
+        try:
+            wait_for(lambda: set().union(*round_seen()) == set(bodies.values()), min(3.0, max(deadline - time.time(), 0.1)),
+                     "a probe round")
+        except AssertionError:
+            if time.time() > deadline:
+                raise AssertionError(f"the group never settled on {topic}: last round {round_seen()}") from None
+            continue
+        seen = round_seen()
+        if shared and all(s == set(bodies.values()) for s in seen):
+            return
+        if not shared and sum(len(s) for s in seen) == queues and all(len(s) == queues // len(readers) for s in seen):
+            return
+        if time.time() > deadline:
+            raise AssertionError(f"the group never settled on {topic}: last round {seen}")
+
+
+def real_events(events: list[dict]) -> list[dict]:
+    """Events without the probes settle_with_probes sent."""
+    return [e for e in events if not str(e.get("body", "")).startswith(PROBE)]
 
 
 class ServerPerTest:

@@ -60,14 +60,20 @@ async function delayed(nameSrv, topic, group) {
   await producer.ready();
   const consumer = new Consumer({ nameSrv, consumerGroup: group, httpclient: {}, logger: quietLogger, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET' });
   let finish;
+  let warmedUp;
   let seen = 0;
   const done = new Promise((resolve) => { finish = resolve; setTimeout(resolve, 30000); });
+  const ready = new Promise((resolve) => { warmedUp = resolve; setTimeout(resolve, 30000); });
   consumer.subscribe(topic, '*', async (msg) => {
-    emit({ kind: 'recv', body: msg.body.toString(), at: Date.now() / 1000 });
+    const body = msg.body.toString();
+    if (body === 'warm-up') { warmedUp(); return; }
+    emit({ kind: 'recv', body, at: Date.now() / 1000 });
     if (++seen >= 2) finish();
   });
   await consumer.ready();
-  await new Promise((r) => setTimeout(r, 3000));
+  // the consumer got a message sent after it started: it is subscribed and pulling
+  await producer.send(new Message(topic, 'TagD', Buffer.from('warm-up')));
+  await ready;
   for (const level of [1, 2]) {
     const msg = new Message(topic, 'TagD', Buffer.from(`level-${level}`));
     msg.delayTimeLevel = level;

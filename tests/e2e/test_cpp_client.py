@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import time
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import ServerPerTest, run_client
+from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 SEND_OK = 0
@@ -39,11 +37,6 @@ class CppClientTest(ServerPerTest, unittest.TestCase):
     def produce(self, topic: str | None = None, prefix: str = "") -> list[dict]:
         return self.client("produce", topic or self.topic, "P_cpp", str(N), prefix)
 
-    def received(self, proc: subprocess.Popen) -> list[dict]:
-        out, err = proc.communicate(timeout=90)
-        self.assertEqual(proc.returncode, 0, err[-2000:])
-        return [json.loads(line) for line in out.splitlines() if line.startswith("{") and '"recv"' in line]
-
     def test_sends_acknowledged(self) -> None:
         sent = self.produce()
         kinds = [e["kind"] for e in sent]
@@ -67,25 +60,32 @@ class CppClientTest(ServerPerTest, unittest.TestCase):
         self.assertEqual(got, wanted)
         self.assertTrue(all(e["topic"] == self.topic for e in events if e["kind"] == "recv"))
 
+    def received_all(self, reader: EventReader) -> list[dict]:
+        code, events, err = reader.finish()
+        self.assertEqual(code, 0, err[-2000:])
+        return [e for e in real_events(events) if e.get("kind") == "recv"]
+
     def test_broadcast_each_member_gets_everything(self) -> None:
         """Broadcast consumers start at the queue ends (CONSUME_FROM_LAST_OFFSET): start them, then send."""
         self.server.create_topic(self.topic, 4)
         everything = expected_bodies("bc-")
-        procs = [self.spawn("push", self.topic, "C_cpp_bc", "*", "BROADCASTING", str(len(everything)), "40", f"bc{i}") for i in range(2)]
+        readers = [EventReader(self.spawn("push", self.topic, "C_cpp_bc", "*", "BROADCASTING", str(len(everything)), "60", f"bc{i}"))
+                   for i in range(2)]
         self.wait_for_members("C_cpp_bc", 2)
-        time.sleep(2)  # each member positioned at the queue ends
+        settle_with_probes(self.server, self.topic, readers, 4, shared=True)  # each member positioned at the queue ends
         self.produce(prefix="bc-")
-        for proc in procs:
-            self.assertEqual({e["body"] for e in self.received(proc)}, set(everything))
+        for reader in readers:
+            self.assertEqual({e["body"] for e in self.received_all(reader)}, set(everything))
 
     def test_two_cluster_consumers_split_queues(self) -> None:
         self.server.create_topic(self.topic, 4)
         everything = expected_bodies()
-        procs = [self.spawn("push", self.topic, "C_cpp_split", "*", "CLUSTERING", str(len(everything)), "25", f"sp{i}") for i in range(2)]
+        readers = [EventReader(self.spawn("push", self.topic, "C_cpp_split", "*", "CLUSTERING", str(len(everything)), "60", f"sp{i}"))
+                   for i in range(2)]
         self.wait_for_members("C_cpp_split", 2)
-        time.sleep(3)  # both members rebalanced onto two queues each
+        settle_with_probes(self.server, self.topic, readers, 4, shared=False)  # both members on two queues each
         self.produce()
-        per_consumer = [self.received(proc) for proc in procs]
+        per_consumer = [self.received_all(reader) for reader in readers]
         union = {e["body"] for events in per_consumer for e in events}
         self.assertEqual(union, set(everything))
         queues = [{e["queue_id"] for e in events} for events in per_consumer]

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
-import time
 import unittest
 from collections import defaultdict
 from pathlib import Path
 
-from tests.e2e.harness import ServerPerTest, run_client
+from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 #: Level 1 = 1 s, level 2 = 2 s, level 3 (first retry) = 1 s: real semantics, short waits.
@@ -29,6 +27,7 @@ class CppDeliveryTest(ServerPerTest, unittest.TestCase):
 
     def test_delay_levels_wait_at_least_their_time(self) -> None:
         events = self.run_script("delayed", "T_cpp_delay", "C_cpp_delay")
+        self.assertEqual([e for e in events if e["kind"] == "error"], [])
         sent = {e["body"]: e["at"] for e in events if e["kind"] == "sent"}
         got = {e["body"]: e["at"] for e in events if e["kind"] == "recv"}
         self.assertEqual(set(got), {"level-1", "level-2"})
@@ -52,14 +51,16 @@ class CppDeliveryTest(ServerPerTest, unittest.TestCase):
     def test_orderly_consumers_keep_order_and_never_share_a_queue(self) -> None:
         topic = "T_cpp_order"
         self.server.create_topic(topic, 4)
-        consumers = [self.spawn("orderly_consume", topic, "C_cpp_order", "14", f"o{i}") for i in range(2)]
-        time.sleep(5)  # both members rebalanced and holding their locks
+        readers = [EventReader(self.spawn("orderly_consume", topic, "C_cpp_order", "30", f"o{i}")) for i in range(2)]
+        self.wait_for_members("C_cpp_order", 2)
+        # both members rebalanced and holding their locks: each gets the probes of its two queues only
+        settle_with_probes(self.server, topic, readers, 4, shared=False)
         self.run_script("orderly_produce", topic, "4", "10")
         received = []
-        for proc in consumers:
-            out, err = proc.communicate(timeout=90)
-            self.assertEqual(proc.returncode, 0, err[-2000:])
-            received.append([json.loads(l) for l in out.splitlines() if l.startswith("{") and '"recv"' in l])
+        for reader in readers:
+            code, events, err = reader.finish()
+            self.assertEqual(code, 0, err[-2000:])
+            received.append([e for e in real_events(events) if e.get("kind") == "recv"])
         bodies = [e["body"] for events in received for e in events]
         self.assertEqual(sorted(set(bodies)), sorted(f"k{k}-{s}" for k in range(4) for s in range(10)))
         queues = [{e["queue_id"] for e in events} for events in received]

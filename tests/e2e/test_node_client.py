@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import REPO, ServerPerTest, run_client
+from tests.e2e.harness import REPO, ServerPerTest, run_client, wait_for
 
 SCRIPT = str(Path(__file__).with_name("node_client.js"))
 NODE = shutil.which("node")
@@ -69,10 +70,19 @@ class NodeDeliveryTest(ServerPerTest, unittest.TestCase):
 
         self.server.create_topic("T_node_dlq")
         self.node("produce", "T_node_dlq", "P_node_dlq", "1")
-        self.node("failing", "T_node_dlq", "C_node_dlq", "always", "1", "99", "8")
-        resp = call(self.server.broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "%DLQ%C_node_dlq", "queueId": 0}))
-        self.assertEqual(resp.code, ResponseCode.SUCCESS)
-        self.assertEqual(resp.ext_fields["offset"], "1")
+        proc = subprocess.Popen([NODE, SCRIPT, "failing", self.server.namesrv, "T_node_dlq", "C_node_dlq", "always", "1", "99", "60"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def dlq_offset() -> str | None:
+            resp = call(self.server.broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "%DLQ%C_node_dlq", "queueId": 0}))
+            return resp.ext_fields["offset"] if resp.code == ResponseCode.SUCCESS else None
+
+        try:
+            wait_for(lambda: dlq_offset() == "1", 45, "the message in %DLQ%C_node_dlq")
+        finally:
+            proc.terminate()
+            proc.wait(20)
+        self.assertEqual(dlq_offset(), "1")
 
 
 @unittest.skipUnless(NODE and MODULES.exists(), "node or interop/node/node_modules missing (tox installs them)")

@@ -20,12 +20,20 @@ from rmqtx.remoting import (
     SerializeType,
 )
 from rmqtx.remoting.serializer import decode_frame, encode_frame
+from tests.client.support import wait_until
 
-ECHO, FAIL, CALL_BACK, SLOW_ONEWAY_LOG = 1001, 1002, 1003, 1004
+ECHO, FAIL, CALL_BACK, SLOW_ONEWAY_LOG, HOLD = 1001, 1002, 1003, 1004, 1005
 
 
-def build_server_dispatcher(seen_oneway: list) -> Dispatcher:
+def build_server_dispatcher(seen_oneway: list, held: dict | None = None) -> Dispatcher:
+    """``held``: HOLD requests park their answer there by tag, until the test fires it."""
     dispatcher = Dispatcher()
+
+    def hold(request: RemotingCommand, conn):
+        d: defer.Deferred = defer.Deferred()
+        response = request.make_response(ResponseCode.SUCCESS, remark=request.field("tag"), body=request.body)
+        held[request.field("tag")] = lambda: d.callback(response)  # type: ignore[index]
+        return d
 
     def echo(request: RemotingCommand, conn):
         delay = float(request.field("delay", "0"))
@@ -47,13 +55,15 @@ def build_server_dispatcher(seen_oneway: list) -> Dispatcher:
     dispatcher.register(FAIL, fail)
     dispatcher.register(CALL_BACK, call_back)
     dispatcher.register(SLOW_ONEWAY_LOG, oneway)
+    dispatcher.register(HOLD, hold)
     return dispatcher
 
 
 class ServerClientTest(unittest.TestCase):
     def setUp(self) -> None:
         self.oneway_seen: list = []
-        self.factory = RemotingServerFactory(build_server_dispatcher(self.oneway_seen))
+        self.held: dict = {}
+        self.factory = RemotingServerFactory(build_server_dispatcher(self.oneway_seen, self.held))
         self.port = reactor.listenTCP(0, self.factory, interface="127.0.0.1")
         self.addr = f"127.0.0.1:{self.port.getHost().port}"
         client_dispatcher = Dispatcher()
@@ -70,14 +80,18 @@ class ServerClientTest(unittest.TestCase):
 
     @defer.inlineCallbacks
     def test_concurrent_requests_answered_out_of_order(self):
-        delays = [0.3, 0.0, 0.2, 0.1]
+        """Four requests in flight on one connection; the server answers them in another order."""
         finished: list[str] = []
         calls = []
-        for i, delay in enumerate(delays):
-            req = RemotingCommand.request(ECHO, {"delay": delay, "tag": f"r{i}"}, body=b"x" * i)
+        for i in range(4):
+            req = RemotingCommand.request(HOLD, {"tag": f"r{i}"}, body=b"x" * i)
             d = self.client.invoke(self.addr, req, timeout=5)
             d.addCallback(lambda resp: finished.append(resp.remark) or resp)
             calls.append((req, d))
+        yield defer.ensureDeferred(wait_until(lambda: len(self.held) == 4, timeout=5))
+        for tag in ("r1", "r3", "r2", "r0"):
+            self.held[tag]()
+            yield defer.ensureDeferred(wait_until(lambda: finished[-1:] == [tag], timeout=5))
         results = yield defer.gatherResults([d for _, d in calls])
         for (req, _), resp in zip(calls, results):
             self.assertEqual(resp.opaque, req.opaque)
@@ -120,9 +134,10 @@ class ServerClientTest(unittest.TestCase):
 
     @defer.inlineCallbacks
     def test_invoke_timeout(self):
-        req = RemotingCommand.request(ECHO, {"delay": 1.0})
+        req = RemotingCommand.request(HOLD, {"tag": "slow"})
         yield self.assertFailure(self.client.invoke(self.addr, req, timeout=0.2), RemotingTimeoutError)
-        yield task.deferLater(reactor, 0.9, lambda: None)  # let the slow handler finish
+        yield defer.ensureDeferred(wait_until(lambda: "slow" in self.held, timeout=5))
+        self.held["slow"]()  # the server answers late; the client has given up on it
 
     def _raw_exchange(self, payload: bytes, read: bool = True) -> bytes:
         """Blocking socket client (run in a thread): send bytes, read until the server closes or 1 s."""

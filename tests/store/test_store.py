@@ -14,6 +14,8 @@ from rmqtx.store import (BatchToStore, GetStatus, MessageStore, PutStatus, Store
 from rmqtx.store import mapped_file
 from rmqtx.store.record import decode_record, encode_batch_body, java_hash
 
+from tests.client.support import wait_until
+
 from .helpers import TempStore, msg, put_sync, read_cq, small_config
 
 MAGIC = 0xDAA320A7
@@ -117,7 +119,7 @@ class WriteReadTest(unittest.TestCase):
         for i in range(5):
             put_sync(self.store, msg("G", 0, b"x%d" % i))
         s = self.store
-        self.assertEqual(s.get_message("nope", 0, 0, 1).status, GetStatus.NO_MATCHED_LOGIC_QUEUE)
+        self.assertEqual(s.get_message("nope", 0, 0, 1).status, GetStatus.NO_MESSAGE_IN_QUEUE)  # as Java: an empty queue
         r = s.get_message("G", 0, 5, 1)
         self.assertEqual((r.status, r.next_begin_offset), (GetStatus.OFFSET_OVERFLOW_ONE, 5))
         r = s.get_message("G", 0, 9, 1)
@@ -399,9 +401,10 @@ class FlushTest(unittest.TestCase):
         self.store.start(reactor)
         r = yield self.store.put_message(msg("A", 0, b"x"))
         self.assertTrue(r.ok)
-        d = defer.Deferred()
-        reactor.callLater(0.3, d.callback, None)
-        yield d
-        self.assertEqual(self.store.commitlog.queue.flushed_where, r.wrote_offset + r.wrote_bytes)
+        end = r.wrote_offset + r.wrote_bytes
+        cp = self.store.checkpoint
+        yield defer.ensureDeferred(wait_until(lambda: self.store.commitlog.queue.flushed_where == end and cp.physic_ts > 0
+                                              and cp.logics_ts > 0, timeout=5))
+        self.assertEqual(self.store.commitlog.queue.flushed_where, end)
         self.assertGreater(self.store.checkpoint.physic_ts, 0)
         self.assertGreater(self.store.checkpoint.logics_ts, 0)

@@ -63,6 +63,18 @@ def mq_map(entries: Iterable[tuple[MQ, Any]]) -> OrderedMap:
     return OrderedMap((mq_key(mq), value) for _, (mq, value) in sorted(enumerate(items), key=bucket))
 
 
+def mq_set_order(mqs: Iterable[MQ], initial: int = 16) -> list[MQ]:
+    """Iteration order of a ``HashSet<MessageQueue>`` of ``initial`` capacity filled with ``mqs`` in order."""
+    items = list(dict.fromkeys(mqs))
+    mask = table_capacity(len(items), initial) - 1
+
+    def bucket(indexed: tuple[int, MQ]) -> tuple[int, int]:
+        h = _mq_hash(indexed[1])
+        return ((h ^ (h >> 16)) & mask, indexed[0])
+
+    return [mq for _, mq in sorted(enumerate(items), key=bucket)]
+
+
 def connection_json(channel: ClientChannel) -> dict:
     """A ``Connection`` bean (mqadmin consumerConnection / producerConnection rows)."""
     return {

@@ -23,6 +23,7 @@ from rmqtx.broker.processors.admin_headers import (
 from rmqtx.broker.topics import TopicConfig, validate_name
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap, JavaSet
+from rmqtx.common.javacompat import hashmap_order
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol
@@ -129,7 +130,8 @@ class GroupAdminProcessor:
         if header.topic and header.topic.strip():
             topics = [header.topic]
         else:
-            topics = sorted(self.ctx.offsets.topics_of_group(header.consumerGroup))
+            # Java's whichTopicByConsumer: a HashSet<String>, so its bucket order
+            topics = list(hashmap_order(tuple(sorted(self.ctx.offsets.topics_of_group(header.consumerGroup)))))
         stats, _ = self._consume_stats(header.consumerGroup, topics, lambda tc: tc.readQueueNums)
         return ok(request, fastjson.dumps(stats))
 

@@ -207,8 +207,14 @@ class RuntimeAdminProcessor:
         return table
 
     def _earliest_message_time(self) -> int:
+        """Java reads 2 x maxMessageSize bytes at the min offset and answers -1 when its file holds fewer."""
         store = self.ctx.store
         if store.max_phy_offset <= store.min_phy_offset:
+            return -1
+        file_size = store.config.mapped_file_size_commit_log
+        file_start = store.min_phy_offset - store.min_phy_offset % file_size
+        written = min(store.max_phy_offset, file_start + file_size) - file_start
+        if store.min_phy_offset % file_size + 2 * store.config.max_message_size > written:
             return -1
         raw = store.look_message_by_offset(store.min_phy_offset)
         try:

@@ -9,6 +9,7 @@ import orjson
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.jsonfiles import pretty
 from rmqtx.remoting.bodies import body_shape, json_object, object_list, text
+from rmqtx.broker.processors.admin_bodies import mq_set_order
 from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
 from rmqtx.broker.reput import sendback_properties
 from rmqtx.common.message import properties_to_string
@@ -115,8 +116,13 @@ class DeliveryProcessor:
 
     def lock_batch(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         group, client_id, mqs = self._lock_body(request)
+        mqs = mq_set_order(mqs)  # the request's mqSet as the HashSet fastjson reads it into
+        before = self.ctx.locks.held_by(group, client_id)
         held = self.ctx.locks.try_lock_batch(group, mqs, client_id)
-        body = orjson.dumps({"lockOKMQSet": [{"brokerName": b, "queueId": q, "topic": t} for t, b, q in held]})
+        # Java's lockedMqs: a HashSet sized for the request, the queues already held added first
+        ordered = mq_set_order([mq for mq in held if mq in before] + [mq for mq in held if mq not in before],
+                               max(len(mqs), 1))
+        body = orjson.dumps({"lockOKMQSet": [{"brokerName": b, "queueId": q, "topic": t} for t, b, q in ordered]})
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
     def unlock_batch(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:

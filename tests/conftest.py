@@ -1,0 +1,77 @@
+"""CI guard against vacuous passes: a strict run must collect the whole suite, deselect nothing, skip nothing.
+
+Strict when ``CI`` is true (CI runs ``bash .ci/run`` with CI=true) or ``RMQTX_STRICT=1`` (tox's default).
+Neither RMQTX_SUBSET nor RMQTX_STRICT passes tox's passenv: only tox.ini can set them.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+#: The suite has about 215 tests; a strict run that collects fewer ran only part of it.
+MIN_TESTS = 200
+#: Paths a tox env may leave out with --ignore, each with why (the run must still collect MIN_TESTS).
+ALLOWED_IGNORES = {
+    "tests/interop": "the client matrix takes minutes: tox runs it once, in the trial env",
+}
+#: Skip reasons that stay acceptable in CI, each with why.
+ALLOWED_SKIPS = {
+    "this machine has the Java client's jars": "tests/interop/test_matrix.py checks the SKIP text only where the jars are missing",
+}
+
+_state = {"deselected": 0, "skipped": []}
+
+
+def strict() -> bool:
+    return os.environ.get("CI", "").lower() in ("1", "true", "yes") or os.environ.get("RMQTX_STRICT") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not strict():
+        return
+    narrowing = {
+        "PYTEST_ADDOPTS": os.environ.get("PYTEST_ADDOPTS"),
+        "-k": config.getoption("keyword", None),
+        "-m": config.getoption("markexpr", None),
+        "--lf": config.getoption("lf", None),
+        "--sw": config.getoption("stepwise", None),
+        "--collect-only": config.getoption("collectonly", None),
+        "--deselect": config.getoption("deselect", None),
+        "--ignore": [p for p in config.getoption("ignore", None) or [] if p.rstrip("/") not in ALLOWED_IGNORES],
+        "--ignore-glob": config.getoption("ignore_glob", None),
+    }
+    used = [name for name, value in narrowing.items() if value]
+    if used:
+        raise pytest.UsageError(f"strict run (CI / RMQTX_STRICT=1) refuses options that narrow it: {', '.join(used)}")
+
+
+def pytest_deselected(items: list) -> None:
+    _state["deselected"] += len(items)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # a tox env that runs a declared part of the suite on purpose (e.g. again without the C accelerator)
+    # says so with RMQTX_SUBSET in its setenv; it still may not deselect, skip or take -k/-m
+    if strict() and not os.environ.get("RMQTX_SUBSET") and len(session.items) < MIN_TESTS:
+        raise pytest.UsageError(f"strict run collected {len(session.items)} tests, fewer than the suite's {MIN_TESTS}")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and strict():
+        reason = str(report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr)
+        if not any(allowed in reason for allowed in ALLOWED_SKIPS):
+            _state["skipped"].append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not strict():
+        return
+    problems = []
+    if _state["deselected"]:
+        problems.append(f"{_state['deselected']} tests deselected")
+    problems += [f"skipped: {line}" for line in _state["skipped"]]
+    if problems:
+        session.config.get_terminal_writer().line("strict run failed:\n  " + "\n  ".join(problems), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

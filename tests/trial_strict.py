@@ -1,0 +1,44 @@
+"""Run twisted.trial; in a strict run (CI) also fail when it ran too few tests or skipped any (see tests/conftest.py).
+
+Usage: ``python -m tests.trial_strict [trial options] tests``
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.conftest import ALLOWED_SKIPS, MIN_TESTS, strict
+
+
+def check(output: str) -> list[str]:
+    """What makes a strict run fail, from trial's text report."""
+    problems = []
+    ran = re.findall(r"^Ran (\d+) tests? in", output, re.M)
+    if not ran or int(ran[-1]) < MIN_TESTS:
+        problems.append(f"trial ran {ran[-1] if ran else 0} tests, fewer than the suite's {MIN_TESTS}")
+    for block in re.split(r"^=+$", output, flags=re.M):
+        block = block.strip()
+        if block.startswith("[SKIPPED]"):
+            lines = [line for line in block.splitlines()[1:] if line.strip()]
+            lines = lines[: next((i for i, line in enumerate(lines) if line.startswith("---")), len(lines))]
+            reason = lines[0] if lines else ""
+            if not any(allowed in reason for allowed in ALLOWED_SKIPS):
+                problems.append(f"skipped: {reason} ({', '.join(lines[1:])})")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    proc = subprocess.run([sys.executable, "-m", "twisted.trial", *argv], stdout=subprocess.PIPE, text=True)
+    sys.stdout.write(proc.stdout)
+    if proc.returncode != 0 or not strict():
+        return proc.returncode
+    problems = check(proc.stdout)
+    for line in problems:
+        print(f"strict run failed: {line}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
