@@ -223,6 +223,15 @@ class TransactionService:
             renewed.sys_flag, int(props.get(PROPERTY_REAL_QUEUE_ID, "0")), renewed.flag, renewed.queue_offset,
             renewed.physical_offset, renewed.born_timestamp, (renewed.born_host, renewed.born_port),
             renewed.store_timestamp, (renewed.store_host, renewed.store_port), renewed.reconsume_times,
-            renewed.prepared_transaction_offset, renewed.body, props.get(PROPERTY_REAL_TOPIC, renewed.topic), renewed.properties,
+            renewed.prepared_transaction_offset, renewed.body, props.get(PROPERTY_REAL_TOPIC, renewed.topic),
+            _asked_properties(renewed.properties),
         )
         channel.conn.invoke_oneway(header.apply_to(RemotingCommand(RequestCode.CHECK_TRANSACTION_STATE, body=body)))
+
+
+def _asked_properties(stored: str) -> str:
+    """The check request's properties: the stored string with WAIT=false, which Java sets in the map
+    it shares with the asked message after the re-put copy's string was written."""
+    props = parse_properties(stored)
+    props[PROPERTY_WAIT] = "false"
+    return properties_to_string(props)

@@ -132,5 +132,7 @@ class StoreConfig:
             if f.name == "extra":
                 continue
             v = getattr(self, f.name)
+            if v is None and f.name == "ha_master_address":
+                continue  # Java's properties listing leaves out null settings
             out[_JAVA_KEYS.get(f.name, _camel(f.name))] = "" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
         return out

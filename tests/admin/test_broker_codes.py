@@ -222,5 +222,5 @@ class DefaultBrokerConfigTest(AdminTestCase):
             self.assertIn(key, settings)
         self.assertEqual(settings["checkCRCOnRecover"], "true")  # Java's spelling, not checkCrcOnRecover
         self.assertNotIn("checkCrcOnRecover", settings)
-        port = self.cluster.broker_addr.rsplit(":", 1)[1]
-        self.assertEqual(settings["haListenPort"], str(int(port) + 1))
+        # the HA port actually listened on: listenPort + 1, or any free port when the broker port was 0 (tests)
+        self.assertEqual(settings["haListenPort"], str(self.cluster.broker.ctx.ha.master.listen_port))

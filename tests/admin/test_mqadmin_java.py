@@ -256,7 +256,7 @@ class TopicClusterConfigTest(MQAdminTestCase):
 
 
 #: Keys rmqtx reports that the Java broker has no such setting for.
-RMQTX_ONLY_CONFIG = frozenset({"listenAddress", "channelExpiredTimeout", "enableUpdateBrokerConfig"})
+RMQTX_ONLY_CONFIG = frozenset({"listenAddress", "channelExpiredTimeout", "enableUpdateBrokerConfig", "aclFilePath"})
 #: Keys the capture's broker.conf set, or that name its machine (paths, ports, home).
 CAPTURE_SPECIFIC_CONFIG = frozenset({
     "namesrvAddr", "listenPort", "haListenPort", "storePathRootDir", "storePathCommitLog", "rocketmqHome",

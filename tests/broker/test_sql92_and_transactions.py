@@ -176,20 +176,13 @@ class TransactionWireTest(unittest.TestCase):
                           TAGS="TagTx", DELAY="1")
         await self._end(half, 8)
         store = self.cluster.broker.ctx.store
-        for _ in range(100):
-            scheduled = store.get_message("SCHEDULE_TOPIC_XXXX", 0, 0, 1).messages
-            if scheduled:
-                break
-            await sleep(0.02)
-        (copy,) = decode_records(scheduled[0])
+        await wait_until(lambda: store.get_message("SCHEDULE_TOPIC_XXXX", 0, 0, 1).messages, timeout=5)
+        (copy,) = decode_records(store.get_message("SCHEDULE_TOPIC_XXXX", 0, 0, 1).messages[0])
         props = props_of(copy)
         self.assertNotIn("TRAN_MSG", props)  # Java re-writes the string from the map it cleared
         self.assertEqual((props["REAL_TOPIC"], props["REAL_QID"], props["PGROUP"], props["DELAY"]), ("T_tx", "0", "P_tx", "1"))
         self.assertEqual(copy.sys_flag & 0xC, 0x8)
-        for _ in range(200):
-            if self._visible():
-                break
-            await sleep(0.05)
+        await wait_until(lambda: len(self._visible()) == 1, timeout=10)
         (due,) = self._visible()
         self.assertEqual((due.body, due.properties, due.sys_flag & 0xC), (b"later", copy.properties, 0x8))
 

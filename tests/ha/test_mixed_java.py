@@ -26,12 +26,17 @@ JAVA_HEAP = ["-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=512m"]
 TOPIC = "T_mixed"
 
 
+_TAKEN: set[int] = set()  # ports handed out in this process, so two Java brokers never share one
+
+
 def _java_port() -> int:
     """A broker port whose port-2 (Java's fast port) and port+1 (Java's HA port, always listenPort+1) are free."""
-    while True:
-        port = vs_java.free_port(gap_below=2)
+    for _ in range(50):
+        port = vs_java.free_port(_TAKEN, gap_below=2)
         if vs_java.port_free(port + 1):
+            _TAKEN.add(port + 1)
             return port
+    raise RuntimeError("no free port triple for a Java broker")
 
 
 class JavaBroker(Proc):

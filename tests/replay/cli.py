@@ -46,6 +46,7 @@ CLI_PARTIAL = {
 RMQTX_ONLY_CONFIG = {
     "listenAddress": "rmqtx binds one address (Java binds all); tests bind 127.0.0.1",
     "channelExpiredTimeout": "Java's fixed 120 s client channel expiry, a setting in rmqtx",
+    "aclFilePath": "where plain_acl.yml is read from; Java reads it from its home dir with no setting",
 }
 
 

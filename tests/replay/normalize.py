@@ -171,6 +171,8 @@ CONFIG_VOLATILE = {
     "storePathCommitLog": "the store is in a temp dir",
     "namesrvAddr": "the test's NameServer port",
     "listenPort": "a free port",
+    "haListenPort": "Java's is listenPort + 1; the test broker listens on port 0, so its HA port is another free one",
+    "rocketmqHome": "the capture's ROCKETMQ_HOME; the tests set none",
     "maxIndexNum": "smaller index files in tests",
     "maxHashSlotNum": "smaller index files in tests",
 }
