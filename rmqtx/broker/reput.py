@@ -49,6 +49,18 @@ def sendback_properties(record: Record, offset_msg_id: str, level: int) -> dict[
     return props
 
 
+def copy_of(record: Record, topic: str, queue_id: int, props: dict[str, str], **changes: object) -> MessageToStore:
+    """A new message from a stored record (body, flags, times, hosts, reconsume times) on ``topic``/``queue_id``
+    with ``props`` as its stored string; ``changes`` override any other field."""
+    fields = dict(
+        topic=topic, queue_id=queue_id, flag=record.flag, body=record.body, properties=properties_to_string(props),
+        sys_flag=record.sys_flag, born_timestamp=record.born_timestamp, born_host=(record.born_host, record.born_port),
+        store_host=(record.store_host, record.store_port), reconsume_times=record.reconsume_times,
+    )
+    fields.update(changes)
+    return MessageToStore(**fields)  # type: ignore[arg-type]
+
+
 def due_copy(record: Record) -> MessageToStore | None:
     """A due SCHEDULE_TOPIC_XXXX record on its real topic and queue; None when it names none (or the half topic).
 
@@ -60,18 +72,7 @@ def due_copy(record: Record) -> MessageToStore | None:
     queue_text = props.get(PROPERTY_REAL_QUEUE_ID, "")
     if not topic or topic == "RMQ_SYS_TRANS_HALF_TOPIC" or not queue_text.lstrip("-").isdigit():
         return None
-    return MessageToStore(
-        topic=topic,
-        queue_id=int(queue_text),
-        flag=record.flag,
-        body=record.body,
-        properties=properties_to_string(props),
-        sys_flag=record.sys_flag,
-        born_timestamp=record.born_timestamp,
-        born_host=(record.born_host, record.born_port),
-        store_host=(record.store_host, record.store_port),
-        reconsume_times=record.reconsume_times,
-    )
+    return copy_of(record, topic, int(queue_text), props)
 
 
 def committed_copy(half: Record) -> tuple[MessageToStore, dict[str, str]]:
@@ -82,18 +83,9 @@ def committed_copy(half: Record) -> tuple[MessageToStore, dict[str, str]]:
     is then re-written from that map.
     """
     props = parse_properties(half.properties)
-    copy = MessageToStore(
-        topic=props.get(PROPERTY_REAL_TOPIC, ""),
-        queue_id=int(props.get(PROPERTY_REAL_QUEUE_ID, "0") or 0),
-        flag=half.flag,
-        body=half.body,
-        properties=properties_to_string(props),
-        sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | TRANSACTION_COMMIT,
-        born_timestamp=half.born_timestamp,
-        born_host=(half.born_host, half.born_port),
-        store_host=(half.store_host, half.store_port),
-        reconsume_times=half.reconsume_times,
-        prepared_transaction_offset=half.physical_offset,
+    copy = copy_of(
+        half, props.get(PROPERTY_REAL_TOPIC, ""), int(props.get(PROPERTY_REAL_QUEUE_ID, "0") or 0), props,
+        sys_flag=(half.sys_flag & ~TRANSACTION_MASK) | TRANSACTION_COMMIT, prepared_transaction_offset=half.physical_offset,
     )
     routing = {k: v for k, v in props.items() if k not in (PROPERTY_REAL_TOPIC, PROPERTY_REAL_QUEUE_ID, PROPERTY_TRANSACTION_PREPARED)}
     return copy, routing

@@ -336,6 +336,10 @@ class MessageStore:
 
     # ---- get ----------------------------------------------------------------------------------
 
+    def _memory_for_messages(self) -> int:
+        """Bytes of the commit log Java assumes are in the page cache (accessMessageInMemoryMaxRatio)."""
+        return _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
+
     def _batch_full(self, size: int, max_nums: int, total: int, count: int, in_disk: bool,
                     max_bytes: int) -> bool:
         if total == 0 or count == 0:
@@ -373,7 +377,7 @@ class MessageStore:
             return GetResult(GetStatus.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_o, max_o)
         cl = self.commitlog
         max_phy = cl.max_offset
-        memory = _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
+        memory = self._memory_for_messages()
         status = GetStatus.NO_MATCHED_MESSAGE
         messages: list[bytes] = []
         qofs: list[int] = []
@@ -441,8 +445,7 @@ class MessageStore:
         unit = cq.unit_at(cq_offset) if cq else None
         if unit is None:
             return False
-        memory = _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
-        return self.commitlog.max_offset - unit[0] > memory
+        return self.commitlog.max_offset - unit[0] > self._memory_for_messages()
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
         cq = self.consume_queues.get((topic, queue_id))

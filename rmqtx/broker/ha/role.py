@@ -108,12 +108,6 @@ class HARole:
         return self.master.wait_for_slave(result)
 
 
-def replica_awaited(ctx: "BrokerContext") -> bool:
-    """True on a SYNC_MASTER, whose send answers also wait for a slave (the send path's slow branch)."""
-    role = getattr(ctx, "ha", None)
-    return role is not None and role.sync_master
-
-
 def wait_for_replica(ctx: "BrokerContext", d: defer.Deferred, properties: str) -> defer.Deferred:
     """The send path's one hook: on a SYNC_MASTER the put's Deferred also waits for the slave."""
     role = getattr(ctx, "ha", None)

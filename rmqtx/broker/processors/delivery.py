@@ -11,14 +11,13 @@ from rmqtx.broker.jsonfiles import pretty
 from rmqtx.remoting.bodies import body_shape, json_object, object_list, text
 from rmqtx.broker.processors.admin_bodies import mq_set_order
 from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
-from rmqtx.broker.reput import sendback_properties
-from rmqtx.common.message import properties_to_string
+from rmqtx.broker.reput import copy_of, sendback_properties
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.record import RecordError, decode_record, record_msg_id
-from rmqtx.store.results import MessageToStore, PutResult
+from rmqtx.store.results import PutResult
 
 #: TopicSysFlag.buildSysFlag(false, true): the unit-sub bit Java sets on a retry topic made for a unit-mode consumer.
 TOPIC_SYS_FLAG_UNIT_SUB = 0x2
@@ -82,18 +81,7 @@ class DeliveryProcessor:
             ctx.registrar.register_all(oneway=True)
         store_topic, store_queue = ctx.schedule.redirect(topic, queue_id, props, record.sys_flag)
         d = ctx.store.put_message(
-            MessageToStore(
-                topic=store_topic,
-                queue_id=store_queue,
-                flag=record.flag,
-                body=record.body,
-                properties=properties_to_string(props),
-                sys_flag=record.sys_flag,
-                born_timestamp=record.born_timestamp,
-                born_host=(record.born_host, record.born_port),
-                store_host=(record.store_host, record.store_port),
-                reconsume_times=record.reconsume_times + 1,
-            )
+            copy_of(record, store_topic, store_queue, props, reconsume_times=record.reconsume_times + 1)
         )
         return d.addCallback(self._sent_back, request)
 

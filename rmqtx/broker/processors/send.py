@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.ha.role import disk_util, replica_awaited, wait_for_replica
+from rmqtx.broker.ha.role import disk_util, wait_for_replica
 from rmqtx.broker.topics import (
     DLQ_PREFIX,
     PERM_READ,
@@ -189,7 +189,8 @@ class SendProcessor:
             self.ctx.store_host,
             header.reconsumeTimes or 0,
         )
-        if replica_awaited(self.ctx):  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
+        role = self.ctx.ha
+        if role is not None and role.sync_master:  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
             d = wait_for_replica(self.ctx, store.put_message(msg), header.properties or "")
             return d.addCallback(self._answer, request, reply_queue)
         result = store.append_message(msg, props)
