@@ -44,6 +44,9 @@ STORE_KEYS = frozenset(
     }
 )
 
+#: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
+CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
+
 
 @dataclass
 class BrokerConfig:
@@ -142,7 +145,7 @@ class BrokerConfig:
         for key, value in props.items():
             if key in kinds:
                 setattr(config, key, _convert(kinds[key], value, key))
-            elif key not in STORE_KEYS and not key.startswith("tls."):
+            elif key not in STORE_KEYS and key not in CONSOLE_KEYS and not key.startswith("tls."):
                 log.info("broker.conf key {key} is not used by rmqtx; ignored", key=key)
         if "maxMessageSize" in props:
             config.maxMessageSize = int(props["maxMessageSize"])

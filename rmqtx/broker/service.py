@@ -53,6 +53,12 @@ class BrokerService(service.Service):
         self._filter_flush: task.LoopingCall | None = None
         self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
         self.acl: AclService | None = None
+        self.console_port = None  # the web console and /metrics (rmqtx.console), when consolePort is set
+
+    @property
+    def namesrv_client(self) -> RemotingClient:
+        """The client the broker talks to its NameServers with (the console reuses it)."""
+        return self._namesrv_client
 
     # -- wiring -----------------------------------------------------------------------------
     def _notify_consumers(self, group: str, conns: list[RemotingProtocol]) -> None:
@@ -134,6 +140,9 @@ class BrokerService(service.Service):
         self._filter_flush.start(FILTER_PERSIST_SECONDS, now=False)
         if self.config.namesrv_addrs:
             ctx.registrar.start()
+        from rmqtx.console.web import start_console
+
+        self.console_port = start_console(self, self.reactor)
         log.info(
             "broker {name} listening on {addr}, store {root}",
             name=self.config.brokerName,
@@ -144,6 +153,8 @@ class BrokerService(service.Service):
 
     async def _stop(self) -> None:
         ctx = self.ctx
+        if self.console_port is not None:
+            await self.console_port.stopListening()
         if self.port is not None:
             await self.port.stopListening()
         if ctx is not None:

@@ -1,0 +1,1 @@
+"""The web console and Prometheus ``/metrics``, served by the broker process itself (off by default)."""
