@@ -64,13 +64,14 @@ class Standalone:
         self.log_path = self.root / "twistd.log"
         self.proc: subprocess.Popen | None = None
         self.extra_twistd_args: list[str] = []  # e.g. --profile for benchmarks
+        self.plugin_args: list[str] = []  # more rmqstandalone options, e.g. --console-port
 
     def start(self, timeout: float = 20.0) -> "Standalone":
         cmd = [
             sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
             "-n", "--pidfile=", "--logfile", str(self.log_path), *self.extra_twistd_args, "rmqstandalone",
             "-c", str(self.conf_path), "--namesrv-port", str(self.namesrv_port),
-            "--port", str(self.broker_port), "--store", str(self.root / "store"),
+            "--port", str(self.broker_port), "--store", str(self.root / "store"), *self.plugin_args,
         ]
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.time() + timeout

@@ -1,0 +1,240 @@
+"""The console's JSON endpoints and /metrics over HTTP, against a real standalone (pytest and trial)."""
+
+from __future__ import annotations
+
+import json
+import unittest
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from rmqtx.console.web import ConsoleConfig
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from tests.console.support import (
+    OnlineConsumer,
+    basic,
+    commit_offset,
+    console_server,
+    get_json,
+    http,
+    post_json,
+    query_offset,
+    send_back_to_dlq,
+    wait_for,
+)
+from tests.e2e.harness import call
+
+
+def _route_code(server, topic: str) -> int:
+    return call(server.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
+
+
+def samples(base: str) -> dict[str, list]:
+    """/metrics parsed back: metric name -> its samples."""
+    status, headers, raw = http(base, "GET", "metrics")
+    assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4"), (status, headers)
+    out: dict[str, list] = {}
+    for family in text_string_to_metric_families(raw.decode()):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append(sample)
+    return out
+
+
+class _ServerTest(unittest.TestCase):
+    admin = True
+    acl = False
+
+    def setUp(self) -> None:
+        if self.acl:
+            from tests.security.acl_support import acl_server
+
+            self.server = console_server(self.admin, server=acl_server())
+        else:
+            self.server = console_server(self.admin)
+        self.server.start()
+        self.base = self.server.console
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        self.assertTrue(clean, f"standalone did not shut down cleanly\n{log}")
+
+
+class ConsoleTopicsAndMessagesTest(_ServerTest):
+    def test_broker_topics_send_and_search(self) -> None:
+        status, who = get_json(self.base, "whoami")
+        self.assertEqual((status, who["adminEnable"], who["aclEnable"]), (200, True, False))
+        status, cluster = get_json(self.base, "cluster")
+        self.assertEqual(status, 200)
+        self.assertEqual((cluster["broker"]["version"], cluster["broker"]["address"]), ("V4_9_8", self.server.broker))
+        self.assertEqual(cluster["broker"]["role"], "ASYNC_MASTER")
+        mine = [b for b in cluster["brokers"] if b["self"]]
+        self.assertEqual([(b["address"], b["role"]) for b in mine], [(self.server.broker, "MASTER")])
+
+        status, created = post_json(self.base, "topic", {"topic": "ConsoleT", "readQueueNums": 3, "writeQueueNums": 3, "perm": 6})
+        self.assertEqual((status, created), (200, {"topic": "ConsoleT", "created": True}))
+        wait_for(lambda: _route_code(self.server, "ConsoleT") == ResponseCode.SUCCESS, 5, "the route of ConsoleT")
+        topics = {t["topic"]: t for t in get_json(self.base, "topics")[1]["topics"]}
+        self.assertEqual((topics["ConsoleT"]["readQueueNums"], topics["ConsoleT"]["writeQueueNums"]), (3, 3))
+        self.assertFalse(topics["ConsoleT"]["system"])
+        self.assertTrue(topics["TBW102"]["system"])
+
+        status, sent = post_json(self.base, "send", {"topic": "ConsoleT", "tags": "TagA", "keys": "k1 k2", "body": "h\u00e9llo", "queueId": 2})
+        self.assertEqual(status, 200, sent)
+        self.server.send_to_queue("ConsoleT", 1, "plain")
+        for query in ({"by": "id", "id": sent["offsetMsgId"]}, {"by": "id", "id": sent["msgId"], "topic": "ConsoleT"},
+                      {"by": "key", "topic": "ConsoleT", "key": "k2"},
+                      {"by": "offset", "topic": "ConsoleT", "queueId": sent["queueId"], "offset": sent["queueOffset"]}):
+            status, found = get_json(self.base, "messages", **query)
+            self.assertEqual(status, 200, found)
+            self.assertEqual(len(found["messages"]), 1, query)
+            message = found["messages"][0]
+            self.assertEqual((message["msgId"], message["offsetMsgId"]), (sent["msgId"], sent["offsetMsgId"]))
+            self.assertEqual((message["bodyText"], message["bodyHex"]), ("h\u00e9llo", "h\u00e9llo".encode().hex()))
+            self.assertEqual((message["properties"]["TAGS"], message["properties"]["KEYS"]), ("TagA", "k1 k2"))
+        status, found = get_json(self.base, "messages", by="offset", topic="ConsoleT", queueId=1, offset=0)
+        self.assertEqual([m["bodyText"] for m in found["messages"]], ["plain"])
+        status, topic = get_json(self.base, "topic", topic="ConsoleT")
+        self.assertEqual((status, topic["messages"]), (200, 2))
+        self.assertGreater(topic["tps"], 0)
+        self.assertGreaterEqual(get_json(self.base, "broker")[1]["putTotal"], 2)
+
+        # refusals and bad requests answer with a status and a reason
+        self.assertEqual(get_json(self.base, "messages", by="key", key="k1")[0], 400)
+        self.assertEqual(get_json(self.base, "messages", by="offset", topic="ConsoleT", queueId="x", offset=0)[0], 400)
+        self.assertEqual(get_json(self.base, "topic", topic="Nope")[0], 404)
+        self.assertEqual(get_json(self.base, "nothing")[0], 404)
+        status, _, _ = http(self.base, "POST", "api/topic", body=b"topic=X", headers={"content-type": "application/x-www-form-urlencoded"})
+        self.assertEqual(status, 415)
+        self.assertEqual(http(self.base, "POST", "api/topic", body=b"{not json")[0], 400)
+        self.assertEqual(post_json(self.base, "topic", {"topic": "bad topic!"})[0], 400)
+        self.assertEqual(post_json(self.base, "send", {"topic": "ConsoleT"})[0], 400)
+
+        status, deleted = post_json(self.base, "topic/delete", {"topic": "ConsoleT"})
+        self.assertEqual((status, deleted["deleted"], deleted["namesrvErrors"]), (200, True, []))
+        self.assertEqual(get_json(self.base, "topic", topic="ConsoleT")[0], 404)
+        self.assertEqual(_route_code(self.server, "ConsoleT"), ResponseCode.TOPIC_NOT_EXIST)
+        status, index, body = http(self.base, "GET", "")
+        self.assertEqual((status, index["content-type"]), (200, "text/html"))
+        self.assertIn(b"app.js", body)
+
+
+class ConsoleGroupsTest(_ServerTest):
+    def test_lag_connections_reset_dlq_and_metrics(self) -> None:
+        self.assertEqual(post_json(self.base, "topic", {"topic": "LagT", "readQueueNums": 2, "writeQueueNums": 2})[0], 200)
+        for i in range(5):
+            self.server.send_to_queue("LagT", 0, f"m{i}")
+        commit_offset(self.server, "CG", "LagT", 0, 2)
+        status, group = get_json(self.base, "group", group="CG")
+        self.assertEqual((status, group["online"], group["lag"]), (200, False, 3))
+        row = [q for q in group["queues"] if q["queueId"] == 0][0]
+        self.assertEqual((row["brokerOffset"], row["consumerOffset"], row["lag"]), (5, 2, 3))
+
+        consumer = OnlineConsumer(self.server, "CG", "LagT")
+        try:
+            group = wait_for(lambda: (lambda g: g if g["online"] else None)(get_json(self.base, "group", group="CG")[1]), 5, "CG online")
+            self.assertEqual([(c["clientId"], c["language"], c["version"]) for c in group["connections"]],
+                             [("127.0.0.1@console-test", "JAVA", 409)])
+            self.assertEqual((group["messageModel"], group["versions"], list(group["subscriptions"])), ("CLUSTERING", ["409"], ["LagT"]))
+            listed = {g["group"]: g for g in get_json(self.base, "groups")[1]["groups"]}
+            self.assertEqual((listed["CG"]["lag"], len(listed["CG"]["connections"])), (3, 1))
+            by_name = samples(self.base)
+            diff = [s for s in by_name["rocketmq_group_diff"] if s.labels["group"] == "CG"]
+            self.assertEqual([(s.labels["topic"], s.labels["countOfOnlineConsumers"], s.labels["msgModel"], s.value) for s in diff],
+                             [("LagT", "1", "1", 3.0)])
+            latency = [s for s in by_name["rocketmq_group_get_latency_by_storetime"] if s.labels["group"] == "CG"]
+            self.assertEqual(len(latency), 1)
+            self.assertGreaterEqual(latency[0].value, 0)
+            count = [s for s in by_name["rocketmq_group_count"] if s.labels["group"] == "CG"]
+            self.assertEqual([s.value for s in count], [1.0])
+            # as in Java, a queue the group never committed refuses the reset (the broker's own remark)
+            status, refused = post_json(self.base, "group/reset", {"group": "CG", "topic": "LagT", "timestamp": -1})
+            self.assertEqual(status, 400)
+            self.assertIn("THe consumer group <CG> not exist", refused["error"])
+            commit_offset(self.server, "CG", "LagT", 1, 0)
+            status, reset = post_json(self.base, "group/reset", {"group": "CG", "topic": "LagT", "timestamp": -1})
+            self.assertEqual((status, reset["online"], reset["offsets"]), (200, True, {"0": 5, "1": 0}))
+        finally:
+            consumer.close()
+        wait_for(lambda: not get_json(self.base, "group", group="CG")[1]["online"], 5, "CG offline")
+        status, reset = post_json(self.base, "group/reset", {"group": "CG", "topic": "LagT", "timestamp": 0})
+        self.assertEqual((status, reset["online"]), (200, False))
+        self.assertEqual(query_offset(self.server, "CG", "LagT", 0), 0)
+        self.assertEqual(get_json(self.base, "group", group="CG")[1]["lag"], 5)
+
+        first = get_json(self.base, "messages", by="offset", topic="LagT", queueId=0, offset=1)[1]["messages"][0]
+        send_back_to_dlq(self.server, "CG", first["offsetMsgId"])
+        self.assertIn("CG", get_json(self.base, "dlq")[1]["groups"])
+        status, page = get_json(self.base, "dlq", group="CG")
+        dead = [m for q in page["queues"] for m in q["messages"]]
+        self.assertEqual((status, page["topic"], [m["bodyText"] for m in dead]), (200, "%DLQ%CG", ["m1"]))
+        self.assertEqual(dead[0]["properties"]["RETRY_TOPIC"], "LagT")
+        status, resent = post_json(self.base, "dlq/resend", {"group": "CG", "offsetMsgId": dead[0]["offsetMsgId"]})
+        self.assertEqual((status, resent["topic"], resent["originalTopic"]), (200, "%RETRY%CG", "LagT"))
+        again = get_json(self.base, "messages", by="id", id=resent["offsetMsgId"])[1]["messages"]
+        self.assertEqual([(m["topic"], m["bodyText"], m["reconsumeTimes"]) for m in again], [("%RETRY%CG", "m1", 0)])
+        self.assertEqual(post_json(self.base, "dlq/resend", {"group": "CG", "offsetMsgId": first["offsetMsgId"]})[0], 404)
+
+        by_name = samples(self.base)
+        put = {s.labels["topic"]: s.value for s in by_name["rocketmq_producer_tps"]}
+        self.assertGreater(put["LagT"], 0)
+        offsets = {s.labels["topic"]: s.value for s in by_name["rocketmq_producer_offset"]}
+        self.assertEqual(offsets["LagT"], 5.0)
+        self.assertEqual({s.labels["group"]: s.value for s in by_name["rocketmq_topic_dlq_offset"]}["CG"], 1.0)
+        self.assertGreater(by_name["rocketmq_broker_tps"][0].value, 0)
+        self.assertEqual(by_name["rocketmq_brokeruntime_msg_put_total_today_now"][0].labels["des"], "V4_9_8")
+        self.assertGreaterEqual(by_name["rocketmq_brokeruntime_msg_put_total_today_now"][0].value, 7)
+        ratio = by_name["rocketmq_brokeruntime_commitlog_disk_ratio"][0].value
+        self.assertTrue(0 < ratio < 1, ratio)
+        self.assertGreater(by_name["process_resident_memory_bytes"][0].value, 0)
+        self.assertIn("process_cpu_seconds_total", by_name)
+
+
+class ConsoleReadOnlyTest(_ServerTest):
+    admin = False
+
+    def test_admin_actions_refused_reads_served(self) -> None:
+        self.assertFalse(get_json(self.base, "whoami")[1]["adminEnable"])
+        for path, body in (("topic", {"topic": "RO"}), ("topic/delete", {"topic": "TBW102"}), ("send", {"topic": "TBW102", "body": "x"}),
+                           ("group/reset", {"group": "G", "topic": "TBW102"}), ("dlq/resend", {"group": "G", "offsetMsgId": "00"})):
+            status, answer = post_json(self.base, path, body)
+            self.assertEqual(status, 403, path)
+            self.assertIn("consoleAdminEnable", answer["error"])
+        self.assertEqual(get_json(self.base, "topic", topic="RO")[0], 404)
+        self.assertEqual(get_json(self.base, "topic", topic="TBW102")[0], 200)
+        self.assertIn("rocketmq_broker_tps", samples(self.base))
+
+    def test_console_off_unless_configured(self) -> None:
+        self.assertEqual(ConsoleConfig.from_properties({}).port, -1)
+        self.assertEqual(ConsoleConfig.from_properties({}).listen_address, "127.0.0.1")
+        self.assertFalse(ConsoleConfig.from_properties({}).admin_enable)
+        with self.assertRaises(ValueError):
+            ConsoleConfig.from_properties({"consolePort": "80a"})
+
+
+class ConsoleAclTest(_ServerTest):
+    acl = True
+
+    def test_admin_actions_need_an_admin_account(self) -> None:
+        from tests.security.acl_support import ADMIN, ADMIN_SK, USER, USER_SK
+
+        self.assertTrue(get_json(self.base, "whoami")[1]["aclEnable"])
+        status, headers, raw = http(self.base, "POST", "api/topic", body={"topic": "AclT"})
+        self.assertEqual(status, 401)
+        self.assertIn("Basic", headers["www-authenticate"])
+        self.assertEqual(post_json(self.base, "topic", {"topic": "AclT"}, basic(USER, USER_SK))[0], 403)
+        self.assertEqual(post_json(self.base, "topic", {"topic": "AclT"}, basic(ADMIN, "wrong-secret"))[0], 401)
+        self.assertEqual(post_json(self.base, "topic", {"topic": "AclT"}, {"x-access-key": ADMIN, "x-secret-key": "nope"})[0], 401)
+        self.assertEqual(get_json(self.base, "topic", topic="AclT")[0], 404)
+        status, created = post_json(self.base, "topic", {"topic": "AclT", "readQueueNums": 2, "writeQueueNums": 2}, basic(ADMIN, ADMIN_SK))
+        self.assertEqual((status, created["created"]), (200, True))
+        status, deleted = post_json(self.base, "topic/delete", {"topic": "AclT"}, {"x-access-key": ADMIN, "x-secret-key": ADMIN_SK})
+        self.assertEqual((status, deleted["deleted"]), (200, True))
+        self.assertIn("console admin action topic/delete by RocketMQAdmin", wait_for(
+            lambda: (lambda text: text if "topic/delete by" in text else "")(self.server.log()), 5, "the action in the log"))
+        self.assertNotIn(ADMIN_SK, self.server.log())
+
+
+if __name__ == "__main__":
+    unittest.main()
