@@ -206,7 +206,7 @@ class BrokerMetrics:
             free = total = -1.0
         gauge("rocketmq_brokeruntime_commitlogdir_capacity_free", "Free bytes of the store's disk", RUNTIME_LABELS).add_metric(labels, free)
         gauge("rocketmq_brokeruntime_commitlogdir_capacity_total", "Bytes of the store's disk", RUNTIME_LABELS).add_metric(labels, total)
-        store_bytes = self.views._store_size()
+        store_bytes = self.views.store_size()
         gauge("rmqtx_store_bytes", "Bytes the store's files take on disk (walked every 10 s)", ("cluster", "broker")).add_metric(
             [cluster, broker], float(store_bytes))
         return out

@@ -57,7 +57,7 @@ class ConsoleViews:
         response = await local_call(self.broker.dispatcher, RequestCode.GET_BROKER_RUNTIME_INFO)
         return dict((fastjson.loads(response.body) if response.body else {}).get("table") or {})
 
-    def _store_size(self) -> int:
+    def store_size(self) -> int:
         """The last walked size; starts a new walk in a thread when it is old."""
         at, size = self._disk
         if self._walking is None and time.monotonic() - at > DISK_WALK_EVERY_S:
@@ -81,7 +81,7 @@ class ConsoleViews:
                     "ratio": round(usage.used / usage.total, 4) if usage.total else -1}
         except OSError:
             disk = {"total": -1, "used": -1, "free": -1, "ratio": -1}
-        disk["storeBytes"] = self._store_size()
+        disk["storeBytes"] = self.store_size()
         disk["storePath"] = cfg.storePathRootDir
         consumers = sum(len(info.channels) for info in ctx.clients.consumers.values())
         producers = sum(len(members) for members in ctx.clients.producers.values())

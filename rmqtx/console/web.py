@@ -237,6 +237,7 @@ class QuietSite(server.Site):
 
 def build_site(broker: Any, config: ConsoleConfig) -> server.Site:
     views = ConsoleViews(broker)
+    views.store_size()  # the first walk of the store's files starts now
     root = static.File(str(STATIC))
     root.indexNames = ["index.html"]
     root.putChild(b"api", ApiResource(broker, config, views))

@@ -88,7 +88,7 @@ const pages = {
           ["Put TPS (1 min)", num(b.putTps)], ["Get TPS (1 min)", num(b.getTps)], ["Messages put", num(b.putTotal)], ["Messages got", num(b.getTotal)],
           ["Disk used", `${(b.disk.ratio * 100).toFixed(1)} %`], ["Store on disk", bytes(b.disk.storeBytes)], ["Disk free", bytes(b.disk.free)],
           ["Commit log", `${num(b.commitLogMinOffset)} – ${num(b.commitLogMaxOffset)}`], ["Topics", num(b.topics)], ["Groups", num(b.groups)],
-          ["Consumers online", num(b.consumersOnline)], ["Producers online", num(b.producersOnline)], ["Up", esc(b.runtime)],
+          ["Consumers online", num(b.consumersOnline)], ["Producers online", num(b.producersOnline)], ["Up", esc(b.runtime.replace(/[\[\]]/g, "").replace(/ ?0 days, /, "").trim())],
           ["NameServer", esc(b.namesrvAddr || "-")]].map(([k, v]) => `<div class="card"><small>${k}</small><b>${v}</b></div>`).join("")}
       </div>
       <h2>Brokers the NameServer knows</h2>
