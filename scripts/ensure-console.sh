@@ -1,7 +1,8 @@
 #!/bin/sh
-# What the console and metrics tests need on a fresh CI machine: a headless Chromium (driven by
-# playwright-core from tests/console/package.json) and a Prometheus server that scrapes /metrics.
-# Installs whatever is missing with apt-get (no Prometheus service is started); prints versions.
+# What the console and metrics tests (tests/console_browser) need on a fresh CI machine: a headless
+# Chromium, playwright-core to drive it (npm, tests/console_browser/package.json), and a Prometheus
+# server that scrapes /metrics. Installs whatever is missing (apt-get; no Prometheus service is
+# started) and prints the versions.
 set -eu
 
 missing=""
@@ -25,5 +26,10 @@ if [ -n "$missing" ]; then
     $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
 
-chromium --version
+here="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -d "$here/tests/console_browser/node_modules/playwright-core" ]; then
+    npm install --no-audit --no-fund --loglevel=error --prefix "$here/tests/console_browser"
+fi
+
+chromium --version 2>/dev/null
 prometheus --version 2>&1 | head -1
