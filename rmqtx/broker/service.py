@@ -22,6 +22,7 @@ from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.stats import BrokerStats
 from rmqtx.broker.topics import TopicConfigManager
 from rmqtx.broker.transactions import TransactionService
+from rmqtx.console import ConsoleConfig, start_console
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
@@ -53,6 +54,7 @@ class BrokerService(service.Service):
         self._filter_flush: task.LoopingCall | None = None
         self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
         self.acl: AclService | None = None
+        self.console_config = ConsoleConfig.from_properties(config.properties)  # a bad value stops the start here
         self.console_port = None  # the web console and /metrics (rmqtx.console), when consolePort is set
 
     @property
@@ -140,9 +142,7 @@ class BrokerService(service.Service):
         self._filter_flush.start(FILTER_PERSIST_SECONDS, now=False)
         if self.config.namesrv_addrs:
             ctx.registrar.start()
-        from rmqtx.console.web import start_console
-
-        self.console_port = start_console(self, self.reactor)
+        self.console_port = start_console(self, self.console_config, self.reactor)
         log.info(
             "broker {name} listening on {addr}, store {root}",
             name=self.config.brokerName,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -11,9 +10,9 @@ from twisted.internet import defer
 from twisted.logger import Logger
 from twisted.web import resource, server, static
 
-from rmqtx.common.properties import parse_bool
 from rmqtx.console.actions import ActionError, ConsoleActions
 from rmqtx.console.auth import Refused, check_admin, credentials
+from rmqtx.console.config import ConsoleConfig
 from rmqtx.console.messages import SearchError, by_id, by_key, by_queue_offset
 from rmqtx.console.metrics import CONTENT_TYPE, BrokerMetrics
 from rmqtx.console.views import ConsoleViews
@@ -22,25 +21,6 @@ log = Logger(namespace="rmqtx.console")
 STATIC = Path(__file__).resolve().parent / "static"
 #: The largest POST body read (a test message body included).
 MAX_POST_BYTES = 4 * 1024 * 1024
-
-
-@dataclass
-class ConsoleConfig:
-    """broker.conf keys (rmqtx's own): consolePort (-1 off, 0 any free port), consoleListenAddress, consoleAdminEnable."""
-
-    port: int = -1
-    listen_address: str = "127.0.0.1"
-    admin_enable: bool = False
-
-    @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "ConsoleConfig":
-        text = props.get("consolePort", "").strip()
-        try:
-            port = int(text) if text else -1
-        except ValueError:
-            raise ValueError(f"broker.conf: consolePort={text!r} is not a number") from None
-        return cls(port, props.get("consoleListenAddress", "").strip() or "127.0.0.1",
-                   parse_bool(props.get("consoleAdminEnable", "false")))
 
 
 class HttpError(Exception):
@@ -245,11 +225,8 @@ def build_site(broker: Any, config: ConsoleConfig) -> server.Site:
     return QuietSite(root)
 
 
-def start_console(broker: Any, reactor: Any) -> Any:
-    """Listen when consolePort is set; returns the listening port (or None when the console is off)."""
-    config = ConsoleConfig.from_properties(broker.config.properties)
-    if config.port < 0:
-        return None
+def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
+    """Serve the console for ``broker``; returns the listening port."""
     port = reactor.listenTCP(config.port, build_site(broker, config), interface=config.listen_address)
     host = port.getHost()
     log.info("console and /metrics on http://{host}:{port}/ (admin actions {admin})", host=host.host, port=host.port,
