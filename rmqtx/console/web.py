@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable
 
 from twisted.internet import defer
 from twisted.logger import Logger
-from twisted.web import resource, server, static
+from twisted.web import pages, resource, server, static
 
 from rmqtx.console.actions import ActionError, ConsoleActions
 from rmqtx.console.auth import Refused, check_admin, credentials
@@ -208,11 +208,27 @@ class MetricsResource(resource.Resource):
         return server.NOT_DONE_YET
 
 
-class QuietSite(server.Site):
-    """No access log lines in the broker's log."""
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+class ConsoleSite(server.Site):
+    """No access log lines in the broker's log; on a loopback address only loopback Host names are
+    answered, so a web page cannot reach the console through a rebound DNS name."""
+
+    def __init__(self, root: resource.Resource, loopback_only: bool) -> None:
+        super().__init__(root)
+        self.loopback_only = loopback_only
 
     def log(self, request: server.Request) -> None:
         return None
+
+    def getResourceFor(self, request: server.Request) -> resource.Resource:
+        if self.loopback_only:
+            host = (request.getHeader(b"host") or b"").decode("latin-1").strip().lower()
+            name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+            if name not in LOOPBACK_NAMES:
+                return pages.errorPage(421, "Misdirected Request", "The console answers loopback host names only.")
+        return super().getResourceFor(request)
 
 
 def build_site(broker: Any, config: ConsoleConfig) -> server.Site:
@@ -222,7 +238,7 @@ def build_site(broker: Any, config: ConsoleConfig) -> server.Site:
     root.indexNames = ["index.html"]
     root.putChild(b"api", ApiResource(broker, config, views))
     root.putChild(b"metrics", MetricsResource(BrokerMetrics(broker, views)))
-    return QuietSite(root)
+    return ConsoleSite(root, config.listen_address in ("127.0.0.1", "::1", "localhost"))
 
 
 def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:

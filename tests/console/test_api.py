@@ -118,6 +118,9 @@ class ConsoleTopicsAndMessagesTest(_ServerTest):
         status, index, body = http(self.base, "GET", "")
         self.assertEqual((status, index["content-type"]), (200, "text/html"))
         self.assertIn(b"app.js", body)
+        # a rebound DNS name does not reach a loopback console
+        self.assertEqual(http(self.base, "GET", "api/whoami", headers={"host": "evil.example:80"})[0], 421)
+        self.assertEqual(http(self.base, "GET", "api/whoami", headers={"host": f"localhost:{self.base.rsplit(':', 1)[1]}"})[0], 200)
 
 
 class ConsoleGroupsTest(_ServerTest):
