@@ -241,6 +241,15 @@ class ClientProc:
             raise AssertionError(f"client {self.argv[-6:]} exited with {self.proc.returncode} without DONE:\n{self.stderr()}")
         return self.snapshot()
 
+    def wait_exit(self, timeout: float) -> int:
+        """For a program that ends by itself (Apache's benchmark Producer with -q): its exit code."""
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{self.argv[-8:]} still running after {timeout} s; output: {self.snapshot().other[-5:]}")
+        self.reader.join(10)
+        return code
+
     def kill(self) -> None:
         """SIGKILL the client's process group if it still runs; close our ends of its pipes."""
         if self.alive():

@@ -70,7 +70,10 @@ class FailoverScenario:
 
     def failover(self, cluster: TwoGroups, a: Proc, b: Proc, restart_b: Callable[[], object],
                  while_up: Callable[[Run], None] = lambda run: None,
-                 while_down: Callable[[Run], None] = lambda run: None) -> Run:
+                 while_down: Callable[[Run], None] = lambda run: None,
+                 before_checks: Callable[[Run], None] = lambda run: None) -> Run:
+        """The whole scenario; the callbacks add work while both groups are up, while b is down, and
+        after the keyed producer stopped (before the consumption checks)."""
         brokers = {"a": a.addr, "b": b.addr}
         cluster.wait_registered(brokers)
         for topic in self.topics:
@@ -99,7 +102,7 @@ class FailoverScenario:
         b.kill9()
         run.killed_at = time.monotonic()
         run.backlog = {key for key, (broker, _, _) in producer.snapshot().acked.items() if broker == "b"} - self.consumed_keys(consumers)
-        self.assertGreaterEqual(len(run.backlog), SPREAD_ACKS)
+        self.assertGreaterEqual(len(run.backlog), SPREAD_ACKS // 2)  # a listener past its gate as it closed may still finish
 
         # group b is gone: the NameServers drop it, sends go on to a, consumers share a's queues
         cluster.wait_registered({"a": a.addr})
@@ -121,6 +124,7 @@ class FailoverScenario:
         run.shares.append(wait_until(lambda: self.covered(consumers, queue_names("a", "b")), 60,
                                      "the consumers to share both groups' queues again", step=0.1))
         run.produced = producer.finish()
+        before_checks(run)
 
         # no send failed outside the kill's in-flight window: at most one per sending thread
         self.assertLessEqual(len(run.produced.failed), PRODUCER_THREADS, run.produced.failed)
