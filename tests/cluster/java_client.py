@@ -8,6 +8,7 @@ Without a JDK or the build the Java tests skip locally; under CI (``CI`` set) th
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import shutil
 import subprocess
@@ -78,3 +79,23 @@ def java_argv(home: Path, classpath: str, main: str, *args: str, flags: list[str
     home.mkdir(parents=True, exist_ok=True)
     return [vs_java.java_bin(), *(JVM_FLAGS if flags is None else flags), f"-Duser.home={home}",
             f"-Drocketmq.client.logRoot={home / 'logs'}", "-cp", classpath, main, *args]
+
+
+class JavaClients:
+    """Mixed into a FailoverScenario TestCase: producer and consumers are ClusterClient JVMs."""
+
+    cluster: "object"
+    cps: dict[str, str]
+    _homes = itertools.count()
+
+    def java(self, main: str, *args: str, classpath: str | None = None) -> list[str]:
+        home = self.cluster.root / f"java-home-{next(self._homes)}"
+        return java_argv(home, classpath or self.cps["cluster"], main, *args)
+
+    def producer_argv(self, cluster, prefix: str) -> list[str]:
+        from tests.cluster.harness import TOPIC
+
+        return self.java(MAIN, "produce", cluster.namesrv, TOPIC, "2", prefix, "10")
+
+    def consumer_argv(self, cluster, group: str) -> list[str]:
+        return self.java(MAIN, "consume", cluster.namesrv, ",".join(self.topics), group)

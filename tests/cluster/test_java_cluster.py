@@ -7,7 +7,6 @@ Trial-only in CI (JVMs and a build of 4.9.8): the pytest env ignores this file.
 
 from __future__ import annotations
 
-import itertools
 import re
 import unittest
 
@@ -24,24 +23,13 @@ BENCH_MAIN = "org.apache.rocketmq.example.benchmark.Producer"
 COMPLETE = re.compile(r"\[Complete\] Send Total: (\d+) .*Send Failed: (\d+) Response Failed: (\d+)")
 
 
-class JavaClientClusterTest(FailoverScenario, unittest.TestCase):
+class JavaClientClusterTest(java_client.JavaClients, FailoverScenario, unittest.TestCase):
     topics = [TOPIC, BENCH_TOPIC]
 
     def setUp(self) -> None:
         self.cps = java_client.classpaths()
         self.cluster = TwoGroups()
         self.addCleanup(lambda: self.assertEqual(self.cluster.close(), []))
-        self.homes = itertools.count()
-
-    def java(self, main: str, *args: str, classpath: str | None = None) -> list[str]:
-        home = self.cluster.root / f"java-home-{next(self.homes)}"
-        return java_client.java_argv(home, classpath or self.cps["cluster"], main, *args)
-
-    def producer_argv(self, cluster: TwoGroups, prefix: str) -> list[str]:
-        return self.java(java_client.MAIN, "produce", cluster.namesrv, TOPIC, "2", prefix, "10")
-
-    def consumer_argv(self, cluster: TwoGroups, group: str) -> list[str]:
-        return self.java(java_client.MAIN, "consume", cluster.namesrv, ",".join(self.topics), group)
 
     def bench_stored(self, run: Run, broker: str) -> int:
         return sum(stored({broker: run.brokers[broker]}, BENCH_TOPIC).values())
