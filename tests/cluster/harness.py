@@ -88,13 +88,18 @@ class TwoGroups:
         """An rmqtx broker group of one master; its store stays across kill and restart."""
         broker = Broker(self.root, name, self.namesrv, {"brokerName": name, "brokerClusterName": CLUSTER,
                                                         "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
+                                                        # Java's shortest: a restarted NameServer relearns the group in <= 10 s
+                                                        "registerNameServerPeriod": "10000",
                                                         **{k: str(v) for k, v in conf.items()}})
         self.procs.append(broker)
         return broker
 
+    def live_namesrvs(self) -> list[Namesrv]:
+        return [ns for ns in self.namesrvs if ns.alive()]
+
     def wait_registered(self, brokers: dict[str, str], timeout: float = 30) -> None:
-        """Both NameServers list exactly these groups (name -> master address)."""
-        for ns in self.namesrvs:
+        """Every running NameServer lists exactly these groups (name -> master address)."""
+        for ns in self.live_namesrvs():
             wait_until(lambda: ns.masters() == brokers, timeout, f"{ns.name} listing {brokers}", step=0.1)
 
     def create_topic(self, broker_addr: str, topic: str = TOPIC, queues: int = QUEUES) -> None:
@@ -106,7 +111,8 @@ class TwoGroups:
             raise AssertionError(f"create {topic} on {broker_addr}: {resp.code} {resp.remark}")
 
     def wait_route(self, topic: str, names: set[str], timeout: float = 30) -> None:
-        for ns in self.namesrvs:
+        """Every running NameServer routes ``topic`` to exactly these groups."""
+        for ns in self.live_namesrvs():
             wait_until(lambda: ns.route_brokers(topic) == names, timeout, f"{ns.name}'s route of {topic} over {names}", step=0.1)
 
     def start_client(self, argv: list[str], name: str, env: dict[str, str] | None = None) -> "ClientProc":

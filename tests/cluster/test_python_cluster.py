@@ -12,6 +12,7 @@ import unittest
 from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, python_client, stored
 from tests.cluster.scenario import FailoverScenario
 from tests.e2e.harness import REPO
+from tests.ha.harness import wait_until
 
 PAUSE_MS = "10"
 
@@ -42,9 +43,17 @@ class PythonClientClusterTest(FailoverScenario, unittest.TestCase):
     def test_failover_and_admin_views(self) -> None:
         a = self.cluster.rmqtx_broker("a").start()
         b = self.cluster.rmqtx_broker("b").start()
-        run = self.failover(self.cluster, a, b, restart_b=b.start)
+        ns1 = self.cluster.namesrvs[0]
+        # NameServer ns1 dies with group b and stays down until the end: clients that asked it move to
+        # ns2, which alone sees b leave and come back; brokers keep registering with ns2
+        run = self.failover(self.cluster, a, b, restart_b=b.start, while_down=lambda run: ns1.kill9())
         self.assertCountEqual(run.shares[0], [{f"a:{q}" for q in range(QUEUES)}, {f"b:{q}" for q in range(QUEUES)}])
         self.assertEqual(sorted(map(len, run.shares[1])), [2, 2])
+        # ns1 back, empty: both groups register with it again (failed registrations are retried)
+        ns1.start()
+        wait_until(ns1.ready, 30, "ns1 to restart")
+        self.cluster.wait_registered({"a": a.addr, "b": b.addr}, timeout=40)
+        self.cluster.wait_route(TOPIC, {"a", "b"})
 
         # rmqadmin, through either NameServer and through both, lists both groups
         for namesrv in [*(ns.addr for ns in self.cluster.namesrvs), self.cluster.namesrv]:
