@@ -273,5 +273,18 @@ class ClientProc:
                     pass
 
 
+def rmqadmin(namesrv: str, *args: str) -> str:
+    """rmqadmin in its own process; its stdout."""
+    done = subprocess.run([sys.executable, "-c", "from rmqtx.tools.admin import main; main()", *args, "-n", namesrv],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise AssertionError(f"rmqadmin {args} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def python_client(*args: str) -> list[str]:
     return [sys.executable, "-m", "tests.cluster.py_client", *args]

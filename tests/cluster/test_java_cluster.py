@@ -12,7 +12,7 @@ import unittest
 
 from tests.admin.mqadmin_java import FAILURE_TEXT, MQAdmin
 from tests.cluster import java_client
-from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, stored
+from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario, Run
 from tests.ha.harness import wait_until
 
@@ -72,14 +72,20 @@ class JavaClientClusterTest(java_client.JavaClients, FailoverScenario, unittest.
               f"benchmark Producer {BENCH_MESSAGES} sent, {seen['bench_failed']} failed; "
               f"{len(run.backlog)} acked on b unconsumed at its kill, all consumed after its restart")
 
-        # Apache's mqadmin, given both NameServers, lists both groups
+        # Apache's mqadmin, given both NameServers, lists both groups, and prints the two-group route and
+        # status exactly as rmqadmin does
         mqadmin = MQAdmin(self.cluster.namesrv)
         self.addCleanup(mqadmin.close)
-        out = mqadmin.run("clusterList")
-        self.assertEqual(out.code, 0, str(out))
-        self.assertIsNone(FAILURE_TEXT.search(out.text), str(out))
-        listed = {tuple(line.split()[:5]) for line in out.out.splitlines() if line.strip() and not line.startswith("#")}
+        runs = mqadmin.run_all([("clusterList",), ("topicRoute", "-t", TOPIC), ("topicStatus", "-t", TOPIC)])
+        for out in runs:
+            self.assertEqual(out.code, 0, str(out))
+            self.assertIsNone(FAILURE_TEXT.search(out.text), str(out))
+        cluster_list, route, status = (r.out for r in runs)
+        listed = {tuple(line.split()[:5]) for line in cluster_list.splitlines() if line.strip() and not line.startswith("#")}
         self.assertEqual(listed, {(CLUSTER, "a", "0", a.addr, "V4_9_8"), (CLUSTER, "b", "0", b.addr, "V4_9_8")})
+        self.assertEqual(route, rmqadmin(self.cluster.namesrv, "topicRoute", "-t", TOPIC))
+        self.assertEqual(status, rmqadmin(self.cluster.namesrv, "topicStatus", "-t", TOPIC))
+        self.assertEqual({(r[0], int(r[1])): int(r[3]) for r in rows(status)}, stored(run.brokers, TOPIC))
 
 
 if __name__ == "__main__":

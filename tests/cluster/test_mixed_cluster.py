@@ -10,9 +10,8 @@ from __future__ import annotations
 import unittest
 
 from tests.cluster import java_client
-from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, stored
+from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario
-from tests.cluster.test_python_cluster import rmqadmin, rows
 from tests.ha.test_mixed_java import JavaBroker
 
 

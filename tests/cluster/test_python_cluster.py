@@ -5,28 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import unittest
 
-from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, python_client, stored
+from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, python_client, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario
-from tests.e2e.harness import REPO
 from tests.ha.harness import wait_until
 
 PAUSE_MS = "10"
-
-
-def rmqadmin(namesrv: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", "from rmqtx.tools.admin import main; main()", *args, "-n", namesrv],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    if done.returncode != 0:
-        raise AssertionError(f"rmqadmin {args} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
-    return done.stdout
-
-
-def rows(text: str) -> list[list[str]]:
-    return [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
 
 class PythonClientClusterTest(FailoverScenario, unittest.TestCase):
