@@ -58,6 +58,11 @@ class FailoverScenario:
             return None
         return shares
 
+    def create_topic(self, cluster: TwoGroups, brokers: dict[str, str], topic: str) -> None:
+        """On every group's master."""
+        for addr in brokers.values():
+            cluster.create_topic(addr, topic)
+
     def consumed_keys(self, consumers: list[ClientProc]) -> set[str]:
         got: set[str] = set()
         for c in consumers:
@@ -77,8 +82,7 @@ class FailoverScenario:
         brokers = {"a": a.addr, "b": b.addr}
         cluster.wait_registered(brokers)
         for topic in self.topics:
-            for addr in brokers.values():
-                cluster.create_topic(addr, topic)
+            self.create_topic(cluster, brokers, topic)
             cluster.wait_route(topic, {"a", "b"})
         consumers = [cluster.start_client(self.consumer_argv(cluster, "C_cluster"), f"consumer{i}") for i in range(2)]
         for c in consumers:

@@ -25,6 +25,12 @@ class PythonClientClusterTest(FailoverScenario, unittest.TestCase):
     def consumer_argv(self, cluster: TwoGroups, group: str) -> list[str]:
         return python_client("consume", cluster.namesrv, ",".join(self.topics), group)
 
+    def create_topic(self, cluster: TwoGroups, brokers: dict[str, str], topic: str) -> None:
+        """rmqadmin updateTopic -c: on every master of the cluster, found through the NameServers."""
+        out = rmqadmin(cluster.namesrv, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", str(QUEUES), "-w", str(QUEUES))
+        self.assertEqual(sorted(line for line in out.splitlines() if line.startswith("create topic to")),
+                         sorted(f"create topic to {addr} success." for addr in brokers.values()))
+
     def test_failover_and_admin_views(self) -> None:
         a = self.cluster.rmqtx_broker("a").start()
         b = self.cluster.rmqtx_broker("b").start()
