@@ -102,11 +102,13 @@ class FailoverScenario:
         for c in consumers:
             c.tell("pause")
         paused_at = time.monotonic()
-        wait_until(lambda: self.acks(producer, "b", paused_at) >= SPREAD_ACKS, 60, "acked sends on b while consumers hold", step=0.1)
+        # twice the backlog asked for below: an ack read late (output buffering) may have been delivered before the hold
+        wait_until(lambda: self.acks(producer, "b", paused_at) >= 2 * SPREAD_ACKS, 60, "acked sends on b while consumers hold",
+                   step=0.1)
         b.kill9()
         run.killed_at = time.monotonic()
         run.backlog = {key for key, (broker, _, _) in producer.snapshot().acked.items() if broker == "b"} - self.consumed_keys(consumers)
-        self.assertGreaterEqual(len(run.backlog), SPREAD_ACKS // 2)  # a listener past its gate as it closed may still finish
+        self.assertGreaterEqual(len(run.backlog), SPREAD_ACKS)
 
         # group b is gone: the NameServers drop it, sends go on to a, consumers share a's queues
         cluster.wait_registered({"a": a.addr})
