@@ -76,11 +76,20 @@ class JavaClientClusterTest(java_client.JavaClients, FailoverScenario, unittest.
         # status exactly as rmqadmin does
         mqadmin = MQAdmin(self.cluster.namesrv)
         self.addCleanup(mqadmin.close)
-        runs = mqadmin.run_all([("clusterList",), ("topicRoute", "-t", TOPIC), ("topicStatus", "-t", TOPIC)])
+        # once the consumers have committed every queue of both groups
+        wait_until(lambda: "Diff Total: 0\n" in rmqadmin(self.cluster.namesrv, "consumerProgress", "-g", "C_cluster"), 60,
+                   "the consumers' offsets committed up to the end on both groups", step=0.5)
+        runs = mqadmin.run_all([("clusterList",), ("topicRoute", "-t", TOPIC), ("topicStatus", "-t", TOPIC),
+                                ("consumerProgress", "-g", "C_cluster")])
         for out in runs:
             self.assertEqual(out.code, 0, str(out))
             self.assertIsNone(FAILURE_TEXT.search(out.text), str(out))
-        cluster_list, route, status = (r.out for r in runs)
+        cluster_list, route, status, progress = (r.out for r in runs)
+        ours = rmqadmin(self.cluster.namesrv, "consumerProgress", "-g", "C_cluster")
+        # the same rows (queues of both topics on both groups, and the retry topic) and Diff Total; Consume TPS moves
+        self.assertEqual([line for line in progress.splitlines() if not line.startswith("Consume TPS")],
+                         [line for line in ours.splitlines() if not line.startswith("Consume TPS")])
+        self.assertEqual({r[1] for r in rows(progress) if r[0] == TOPIC}, {"a", "b"})
         listed = {tuple(line.split()[:5]) for line in cluster_list.splitlines() if line.strip() and not line.startswith("#")}
         self.assertEqual(listed, {(CLUSTER, "a", "0", a.addr, "V4_9_8"), (CLUSTER, "b", "0", b.addr, "V4_9_8")})
         self.assertEqual(route, rmqadmin(self.cluster.namesrv, "topicRoute", "-t", TOPIC))
