@@ -149,7 +149,7 @@ class Lines:
     ack_order: list[tuple[float, str, str]] = field(default_factory=list)  # (monotonic time, key, broker)
     failed: list[tuple[float, str, str]] = field(default_factory=list)  # (time, key, error)
     consumed: Counter = field(default_factory=Counter)  # key -> times
-    positions: set[tuple[str, str, int, int]] = field(default_factory=set)  # (topic, broker, queue, offset)
+    positions: dict[tuple[str, str, int, int], str] = field(default_factory=dict)  # (topic, broker, queue, offset) -> key
     queues: set[str] = field(default_factory=set)  # latest share of the first topic: "broker:queue"
     started: bool = False
     paused: bool = False  # the last "pause"/"resume" took effect as "pause"
@@ -189,7 +189,7 @@ class ClientProc:
                     self.lines.failed.append((now, parts[1], " ".join(parts[2:])))
                 elif kind == "MSG":  # MSG topic key broker queue offset
                     self.lines.consumed[parts[2]] += 1
-                    self.lines.positions.add((parts[1], parts[3], int(parts[4]), int(parts[5])))
+                    self.lines.positions[(parts[1], parts[3], int(parts[4]), int(parts[5]))] = parts[2]
                 elif kind == "QUEUES":
                     self.lines.queues = set(parts[1:])
                 elif kind in ("PAUSED", "RESUMED"):
@@ -217,7 +217,7 @@ class ClientProc:
     def snapshot(self) -> Lines:
         with self.lock:
             return Lines(dict(self.lines.acked), list(self.lines.ack_order), list(self.lines.failed),
-                         Counter(self.lines.consumed), set(self.lines.positions), set(self.lines.queues),
+                         Counter(self.lines.consumed), dict(self.lines.positions), set(self.lines.queues),
                          self.lines.started, self.lines.paused, self.lines.done, list(self.lines.other))
 
     def wait_started(self, timeout: float = 60) -> None:
