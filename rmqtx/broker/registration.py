@@ -1,4 +1,5 @@
-"""Registration with every NameServer: at start, every 30 s, after topic changes; unregister at stop."""
+"""Registration with every NameServer: at start, every registerNameServerPeriod (30 s; 10-60 s), after
+topic changes; unregister at stop."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ log = Logger(namespace="rmqtx.broker.registration")
 
 #: A failed registration is retried this soon, not only at the next 30 s period.
 RETRY_SECONDS = 2.0
+
+
+def register_period(config) -> float:
+    """Seconds between periodic registrations: Java keeps registerNameServerPeriod within 10-60 s, so a
+    NameServer that restarts empty hears from every broker within that bound, and no sooner a flood."""
+    return max(10_000, min(int(config.registerNameServerPeriod), 60_000)) / 1000
 
 
 class NamesrvRegistrar:
@@ -86,7 +93,7 @@ class NamesrvRegistrar:
 
     def start(self) -> "defer.Deferred":
         self._loop = task.LoopingCall(self.register_all)
-        return self._loop.start(self.config.registerNameServerPeriod / 1000, now=True)
+        return self._loop.start(register_period(self.config), now=True)
 
     async def stop(self) -> None:
         """Stop the timer and unregister from each NameServer (best effort, short timeout)."""
