@@ -87,6 +87,9 @@ def make_namesrv(props: dict[str, str]) -> service.Service:
 def make_broker(props: dict[str, str]) -> service.Service:
     from rmqtx.broker.config import BrokerConfig
     from rmqtx.broker.service import BrokerService
+    from rmqtx.common.logbridge import bridge
+
+    bridge()  # the store logs through stdlib logging: recovery progress and warnings go to twistd's log
 
     try:
         return BrokerService(BrokerConfig.from_properties(props))

@@ -124,3 +124,21 @@ class MisspeltKeyTest(unittest.TestCase):
         self.assertNotIn("autoCreateTopicEnabel", settings)
         self.assertEqual(settings["autoCreateTopicEnable"], "true")
         self.assertTrue(server.stop())
+
+
+class RecoveryProgressTest(unittest.TestCase):
+    def test_recovery_after_a_crash_logs_a_summary(self) -> None:
+        server = Standalone()
+        self.addCleanup(server.close)
+        server.start()
+        self.assertRegex(server.log(), r"store load: \S+ loaded after a clean shutdown: 0 records checked")
+        server.create_topic("T_recover", queues=1)
+        for i in range(5):
+            server.send_to_queue("T_recover", 0, f"before the crash {i}")
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(10)
+        server.start()
+        self.assertRegex(server.log(), rf"store recovery: {server.root / 'store'} recovered after an abnormal shutdown: "
+                                       r"(\d+) records checked, \1 dispatched to \d+ consume queues and the index, "
+                                       r"commit log ends at offset [1-9]\d* \(\d+\.\d s\)")
+        self.assertTrue(server.stop())
