@@ -39,16 +39,19 @@ _STDLIB_SKIP = ("site-packages", "dist-packages", "test", "tests", "idlelib", "t
                 "__pycache__", "lib2to3", "pydoc_data", "config-*")
 
 
-def _sources() -> list[Path]:
-    """The files pip builds rmqtx from (tracked files of the package, its plugin and build recipe)."""
-    listed = subprocess.run(["git", "ls-files", "-z", "rmqtx", "twisted", "pyproject.toml", "setup.py", "README.md",
-                             "deploy/image.py"], cwd=REPO, capture_output=True, check=True).stdout
-    return sorted(REPO / name for name in listed.decode().split("\0") if name and (REPO / name).is_file())
+def package_sources() -> list[Path]:
+    """What pip builds rmqtx from: its package, its twistd plugin and the build recipe (no build products)."""
+    files = [REPO / name for name in ("pyproject.toml", "setup.py", "README.md")]
+    for top in ("rmqtx", "twisted"):
+        for path in (REPO / top).rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix not in (".pyc", ".so", ".cache"):
+                files.append(path)
+    return sorted(files)
 
 
 def image_tag() -> str:
     digest = hashlib.sha256(f"{LAYOUT_VERSION}|{sys.version}|{sys.base_prefix}|{COMMAND}".encode())
-    for path in _sources():
+    for path in [*package_sources(), Path(__file__)]:
         digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes())
     return f"{REPO_NAME}:{digest.hexdigest()[:16]}"
 
@@ -98,7 +101,7 @@ def assemble(root: Path, src: Path) -> str:
     bin_dir.parent.mkdir(parents=True, exist_ok=True)
     os.symlink(interpreter, bin_dir)
     src.mkdir()
-    for path in _sources():  # a copy: pip's in-tree build must not touch this tree
+    for path in package_sources():  # a copy: pip's in-tree build must not touch this tree
         target = src / path.relative_to(REPO)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)

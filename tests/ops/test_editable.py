@@ -10,16 +10,16 @@ import tempfile
 import unittest
 from pathlib import Path
 
+from deploy.image import package_sources
 from tests.e2e.harness import REPO
 
 
 def copy_sources(dest: Path) -> None:
-    """The tracked files of this tree (building in place must not rewrite the C extension tests have loaded)."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
-    for name in filter(None, (f.decode() for f in files)):
-        if (REPO / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, dest / name)
+    """The package's sources (building in place must not rewrite the C extension tests have loaded)."""
+    for path in package_sources():
+        target = dest / path.relative_to(REPO)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
 
 
 class EditableInstallTest(unittest.TestCase):
