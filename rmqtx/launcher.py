@@ -8,6 +8,17 @@ from twisted.application import service
 from twisted.python import usage
 
 from rmqtx.common.properties import load_properties
+from rmqtx.startup import StartupError, os_failure
+
+
+def _read(path: str, what: str) -> dict[str, str]:
+    """A -c file's settings; a missing or unreadable file stops start-up with one line."""
+    try:
+        return load_properties(path)
+    except OSError as e:
+        raise os_failure(f"cannot read the {what} file", e) from None
+    except UnicodeDecodeError as e:
+        raise StartupError(f"cannot read the {what} file {path}: not UTF-8 text ({e.reason})") from None
 
 
 class NamesrvOptions(usage.Options):
@@ -21,7 +32,7 @@ class NamesrvOptions(usage.Options):
     ]
 
     def properties(self) -> dict[str, str]:
-        props = load_properties(self["config"]) if self["config"] else {}
+        props = _read(self["config"], "namesrv.conf") if self["config"] else {}
         for option, key in (("listen-port", "listenPort"), ("listen-address", "listenAddress"), ("kv-config-path", "kvConfigPath")):
             if self[option] is not None:
                 props[key] = str(self[option])
@@ -40,7 +51,7 @@ class BrokerOptions(usage.Options):
     ]
 
     def properties(self) -> dict[str, str]:
-        props = load_properties(self["config"]) if self["config"] else {}
+        props = _read(self["config"], "broker.conf") if self["config"] else {}
         if self["console-port"] is not None:
             props["consolePort"] = str(self["console-port"])
         namesrv = self["namesrv-addr"] or props.get("namesrvAddr") or os.environ.get("NAMESRV_ADDR")
@@ -71,29 +82,40 @@ def make_namesrv(props: dict[str, str]) -> service.Service:
     from rmqtx.namesrv.config import NamesrvConfig
     from rmqtx.namesrv.service import NamesrvService
 
-    return NamesrvService(NamesrvConfig.from_properties(props))
+    try:
+        return NamesrvService(NamesrvConfig.from_properties(props))
+    except ValueError as e:
+        raise StartupError(str(e)) from None
 
 
 def make_broker(props: dict[str, str]) -> service.Service:
     from rmqtx.broker.config import BrokerConfig
     from rmqtx.broker.service import BrokerService
+    from rmqtx.common.logbridge import bridge
 
-    return BrokerService(BrokerConfig.from_properties(props))
+    bridge()  # the store logs through stdlib logging: recovery progress and warnings go to twistd's log
+
+    try:
+        return BrokerService(BrokerConfig.from_properties(props))
+    except ValueError as e:
+        raise StartupError(str(e)) from None
 
 
 def make_standalone(options: StandaloneOptions) -> service.MultiService:
     """NameServer first, then the broker pointed at it; both in one MultiService."""
-    top = service.MultiService()
+    top = StandaloneService()
     bind = options["bind"]
-    namesrv_props = load_properties(options["namesrv-config"]) if options["namesrv-config"] else {}
+    namesrv_props = _read(options["namesrv-config"], "namesrv.conf") if options["namesrv-config"] else {}
     namesrv_props.setdefault("listenAddress", bind)
     namesrv_props["listenPort"] = str(options["namesrv-port"])
     namesrv_props.setdefault("kvConfigPath", os.path.join(options["store"], "namesrv", "kvConfig.json"))
-    broker_props = load_properties(options["config"]) if options["config"] else {}
+    broker_props = _read(options["config"], "broker.conf") if options["config"] else {}
     for key, value in broker_props.items():  # Java's TLS settings are JVM-wide: one process, one set
         if key.startswith("tls."):
             namesrv_props.setdefault(key, value)
-    make_namesrv(namesrv_props).setServiceParent(top)
+    namesrv = make_namesrv(namesrv_props)
+    namesrv.announce = False  # "boot success" only once the broker has started too
+    namesrv.setServiceParent(top)
     broker_props.setdefault("listenAddress", bind)
     broker_props.setdefault("brokerIP1", bind if bind != "0.0.0.0" else "127.0.0.1")
     broker_props.setdefault("storePathRootDir", options["store"])
@@ -104,3 +126,21 @@ def make_standalone(options: StandaloneOptions) -> service.MultiService:
     broker_props["namesrvAddr"] = f"{'127.0.0.1' if bind == '0.0.0.0' else bind}:{options['namesrv-port']}"
     make_broker(broker_props).setServiceParent(top)
     return top
+
+
+class StandaloneService(service.MultiService):
+    """NameServer and broker; if the broker cannot start, the NameServer stops and start-up fails."""
+
+    def startService(self) -> None:
+        try:
+            super().startService()
+        except BaseException:
+            for child in self:
+                if child.running:
+                    child.stopService()
+            self.running = 0
+            raise
+        for child in self:
+            announce = getattr(child, "announce_boot", None)
+            if announce is not None:
+                announce()

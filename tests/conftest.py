@@ -15,6 +15,11 @@ MIN_TESTS = 200
 #: Paths a tox env may leave out with --ignore, each with why (the run must still collect MIN_TESTS).
 ALLOWED_IGNORES = {
     "tests/interop": "the client matrix takes minutes: tox runs it once, in the trial env",
+    "tests/container": "packaging (rmqtx's own image, an editable install into a fresh venv) installs from PyPI "
+                       "and takes a minute: once, in the trial env",
+    "tests/console_browser": "a real Chromium and a real Prometheus: once, in the trial env",
+    "tests/cluster/test_java_cluster.py": "two broker groups driven by the Java client for a minute: once, in the trial env",
+    "tests/cluster/test_mixed_cluster.py": "an Apache 4.9.8 broker group beside an rmqtx one: once, in the trial env",
 }
 #: Skip reasons that stay acceptable in CI, each with why.
 ALLOWED_SKIPS = {

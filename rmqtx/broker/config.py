@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,11 +42,15 @@ STORE_KEYS = frozenset(
         "syncFlushTimeout",
         "slaveTimeout",
         "accessMessageInMemoryMaxRatio",
+        "warmMapedFileEnable",
     }
 )
 
 #: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
+#: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
+EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS
 
 
 @dataclass
@@ -139,17 +144,29 @@ class BrokerConfig:
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "BrokerConfig":
-        """Build from ``key=value`` pairs; unknown keys are logged, not fatal."""
+        """Build from ``key=value`` pairs; a value that does not parse raises ValueError.
+
+        A key no RocketMQ broker knows is warned about (with the closest known key) and dropped, so
+        GET_BROKER_CONFIG never shows it as a setting. Java keys rmqtx has no use for are kept.
+        """
         config = cls()
         kinds = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "properties"}
+        known = known_keys()
+        kept: dict[str, str] = {}
         for key, value in props.items():
             if key in kinds:
                 setattr(config, key, _convert(kinds[key], value, key))
-            elif key not in STORE_KEYS and key not in CONSOLE_KEYS and not key.startswith("tls."):
-                log.info("broker.conf key {key} is not used by rmqtx; ignored", key=key)
-        if "maxMessageSize" in props:
-            config.maxMessageSize = int(props["maxMessageSize"])
-        config.properties = dict(props)
+            elif key.startswith("tls."):
+                pass
+            elif key not in known:
+                hint = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
+                log.warn("broker.conf key {key} is not a RocketMQ broker setting; ignored{hint}",
+                         key=key, hint=f" (did you mean {hint[0]}?)" if hint else "")
+                continue
+            else:
+                check_value(key, value)
+            kept[key] = value
+        config.properties = kept
         return config
 
     def store_properties(self) -> dict[str, str]:
@@ -173,16 +190,49 @@ class BrokerConfig:
         return out
 
 
+def known_keys() -> frozenset[str]:
+    """Every key a broker.conf may set: Java 4.9.8's broker, store and netty settings, and rmqtx's own."""
+    global _KNOWN
+    if _KNOWN is None:
+        from rmqtx.broker.java_settings import java_defaults
+        from rmqtx.store.config import StoreConfig
+
+        fields = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "properties"}
+        _KNOWN = frozenset(fields | STORE_KEYS | EXTRA_KEYS | set(java_defaults(10911))
+                           | set(StoreConfig().to_properties()))
+    return _KNOWN
+
+
+_KNOWN: frozenset[str] | None = None
+
+
+def check_value(key: str, value: str) -> None:
+    """Refuse a value Java's default says is a boolean or a number when it is neither."""
+    from rmqtx.broker.java_settings import FIXED_DEFAULTS
+    from rmqtx.store.config import StoreConfig
+
+    default = FIXED_DEFAULTS.get(key)
+    if default is None:
+        default = StoreConfig().to_properties().get(key)
+    if default in ("true", "false"):
+        _convert(bool, value, key)
+    elif default is not None and default.lstrip("-").isdigit():
+        _convert(int, value, key)
+
+
 def _convert(kind: Any, value: str, key: str) -> Any:
     kind_name = kind if isinstance(kind, str) else kind.__name__
-    try:
-        if kind_name == "bool":
-            return parse_bool(value)
-        if kind_name == "int":
-            return int(value.strip())
-    except ValueError:
-        raise ValueError(f"broker.conf: {key}={value!r} is not a number") from None
-    return value.strip()
+    text = value.strip()
+    if kind_name == "bool":
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"broker.conf: {key}={value} is neither true nor false")
+        return parse_bool(text)
+    if kind_name == "int":
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"broker.conf: {key}={value} is not a number") from None
+    return text
 
 
 def _java_text(value: object) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from twisted.application import service
 from twisted.internet import defer, task
+from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
 from rmqtx.acl.service import AclService, default_acl_path
@@ -28,7 +29,9 @@ from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory
 from rmqtx.remoting.tls import TlsClientSettings, listening_factory
+from rmqtx.startup import StartupError, listen_failure, os_failure
 from rmqtx.store.config import StoreConfig
+from rmqtx.store.mapped_file import StoreError
 from rmqtx.store.message_store import MessageStore
 
 log = Logger(namespace="rmqtx.broker")
@@ -113,8 +116,24 @@ class BrokerService(service.Service):
     # -- life -------------------------------------------------------------------------------
     def startService(self) -> None:
         """Blocking recovery first (the broker serves nothing until its store is sound)."""
-        ctx = self.ctx = self._build()
-        ctx.store.load()
+        try:
+            ctx = self.ctx = self._build()
+        except ValueError as e:  # a broker.conf setting the store or the role check refuses
+            raise StartupError(str(e)) from None
+        root = self.config.storePathRootDir
+        try:
+            ctx.store.load()
+        except StoreError as e:
+            raise StartupError(str(e)) from None
+        except OSError as e:
+            raise os_failure(f"cannot open the store {root}", e) from None
+        try:
+            self._start_loaded(ctx)
+        except BaseException:
+            ctx.store.shutdown()  # unlocked, and no abort file left behind: the next start is clean
+            raise
+
+    def _start_loaded(self, ctx: BrokerContext) -> None:
         ctx.topics.load()
         ctx.groups.load()
         ctx.offsets.load()
@@ -127,7 +146,10 @@ class BrokerService(service.Service):
             self.dispatcher.guard = self.acl.guard
         ephemeral = self.config.listenPort == 0
         listening = listening_factory(self.factory, self.config.properties)
-        self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
+        try:
+            self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
+        except CannotListenError as e:
+            raise listen_failure("the broker", e) from None
         if ephemeral:
             self.config.listenPort = self.port.getHost().port
         ctx.store.start(self.reactor)

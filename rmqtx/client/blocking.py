@@ -3,6 +3,13 @@
     with BlockingProducer("127.0.0.1:9876", "P_script") as producer:
         producer.send("T", b"hello", tags="TagA", keys="k1")
 
+    def handle(msgs, ctx):  # runs in a worker thread, may block
+        print(msgs[0].body)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    with BlockingPushConsumer("127.0.0.1:9876", "C_script", handle, topics={"T": "*"}):
+        time.sleep(60)
+
 Call these from any thread but the reactor's own (under Twisted, use the Deferred APIs instead).
 """
 
@@ -16,7 +23,8 @@ from twisted.internet import reactor, threads
 from twisted.python import threadable
 
 from rmqtx.client.config import ClientConfig
-from rmqtx.client.consumer import CLUSTERING, PullConsumer
+from rmqtx.client.consumer import CLUSTERING, PullConsumer, PushConsumer
+from rmqtx.client.subscription import TAG
 from rmqtx.client.message import Message, MessageQueue, PullResult, SendResult
 from rmqtx.client.producer import Producer
 
@@ -120,3 +128,46 @@ class BlockingPullConsumer(_Blocking):
 
     def min_offset(self, mq: MessageQueue) -> int:
         return _call(self._inner.min_offset, mq)
+
+
+class BlockingPushConsumer(_Blocking):
+    """A PushConsumer for plain scripts: ``listener(msgs, ctx)`` runs in a worker thread and may block.
+
+    As in Java's DefaultMQPushConsumer, the listener returns a ConsumeStatus (an OrderlyStatus with
+    ``orderly=True``); an exception counts as RECONSUME_LATER. Messages arrive until ``shutdown``.
+    """
+
+    def __init__(
+        self, namesrv_addr: str, group: str, listener: Callable[[list, Any], Any] | None = None, *,
+        topics: dict[str, str] | None = None, config: ClientConfig | None = None, **options: Any,
+    ) -> None:
+        self._listener = listener
+        self._started = False
+        self._inner = PushConsumer(group, namesrv_addr, config=config, listener=self._consume, **options)
+        for topic, expression in (topics or {}).items():
+            self._inner.subscribe(topic, expression)
+
+    def subscribe(self, topic: str, expression: str = "*", expression_type: str = TAG) -> None:
+        """Subscribe before start (or while running: the next rebalance picks it up)."""
+        if self._started:
+            _call(self._inner.subscribe, topic, expression, expression_type)
+        else:
+            self._inner.subscribe(topic, expression, expression_type)
+
+    def register_listener(self, listener: Callable[[list, Any], Any]) -> None:
+        self._listener = listener
+
+    def start(self) -> None:
+        if self._listener is None:
+            raise ValueError("BlockingPushConsumer needs a listener before start")
+        super().start()
+        self._started = True
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        self._started = False
+
+    def _consume(self, msgs: list, ctx: Any) -> Any:
+        listener = self._listener
+        assert listener is not None
+        return threads.deferToThread(listener, msgs, ctx)

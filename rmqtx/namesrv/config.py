@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -61,7 +62,9 @@ class NamesrvConfig:
             if kind is None:
                 unknown.append(key)
                 if log_unknown:
-                    log.warn("unknown name server property {key} ignored", key=key)
+                    hint = difflib.get_close_matches(key, sorted(types), n=1, cutoff=0.6)
+                    log.warn("unknown name server property {key} ignored{hint}", key=key,
+                             hint=f" (did you mean {hint[0]}?)" if hint else "")
                 continue
             setattr(self, key, _convert(str(kind), raw, key))
         return unknown

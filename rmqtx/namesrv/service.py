@@ -6,6 +6,7 @@ from typing import Callable
 
 from twisted.application import service
 from twisted.internet import defer, task
+from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
 
@@ -15,6 +16,7 @@ from rmqtx.namesrv.kv_config import KVConfigManager
 from rmqtx.namesrv.processor import NamesrvProcessor
 from rmqtx.namesrv.route_info import RouteInfoManager
 from rmqtx.remoting import Dispatcher, RemotingServerFactory
+from rmqtx.startup import listen_failure, os_failure
 
 log = Logger(namespace="rmqtx.namesrv")
 
@@ -47,15 +49,28 @@ class NamesrvService(service.MultiService):
         self.factory = RemotingServerFactory(self.dispatcher, idle_timeout=config.serverChannelMaxIdleTimeSeconds or None)
         self.port: IListeningPort | None = None
         self._scan: task.LoopingCall | None = None
+        #: Log "boot success" at start; rmqstandalone logs it itself once its broker is up too.
+        self.announce = True
 
     def startService(self) -> None:
-        self.kv_config.load()  # blocking, once, before serving
+        try:
+            self.kv_config.load()  # blocking, once, before serving
+        except OSError as e:
+            raise os_failure("the NameServer cannot read its KV config", e) from None
         listening = listening_factory(self.factory, self.config.tls)
-        self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
+        try:
+            self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
+        except CannotListenError as e:
+            raise listen_failure("the NameServer", e) from None
         self._scan = task.LoopingCall(self.scan_not_active_broker)
         self._scan.clock = self.scheduler
         self._scan.start(self.config.scanNotActiveBrokerInterval / 1000.0, now=False)
         super().startService()
+        if self.announce:
+            self.announce_boot()
+
+    def announce_boot(self) -> None:
+        assert self.port is not None
         log.info("The Name Server boot success. listening on {host}:{port}",
                  host=self.config.listenAddress, port=self.port.getHost().port)
 

@@ -6,6 +6,8 @@ import argparse
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from rmqtx.common.progress import Progress, size_text
+
 TOP_TAGS = 3
 
 
@@ -79,16 +81,23 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
         from .session import build_session
 
         spark = build_session(args.master, app_name=f"rmqtx-{args.job}", progress=True)
+    progress = Progress(args.job, say=print)  # Spark's console progress bar shows the stages on stderr
     try:
         if args.job == "lag":
-            lag(spark, args.store).show(1 << 20, truncate=False)
+            rows = lag(spark, args.store).cache()
+            rows.show(1 << 20, truncate=False)
+            total = rows.agg(F.countDistinct("group").alias("g"), F.count("*").alias("q"), F.sum("lag").alias("lag")).first()
+            progress.done(f"{total['g']} groups, {total['q']} queues, total lag {total['lag'] or 0} messages")
             return 0
         filters = {"topics": args.topics, "start": args.start_time, "end": args.end_time}
         if args.job == "export":
             n = export(spark, args.store, args.out, args.mode, **filters)
-            print(f"exported {n} messages to {args.out}")
+            progress.done(f"exported {n} messages to {args.out}")
         else:
-            stats(spark, args.store, **filters).show(1 << 20, truncate=False)
+            rows = stats(spark, args.store, **filters).cache()
+            rows.show(1 << 20, truncate=False)
+            total = rows.agg(F.count("*").alias("t"), F.sum("messages").alias("m"), F.sum("bytes").alias("b")).first()
+            progress.done(f"{total['t']} topics, {total['m'] or 0} messages, {size_text(total['b'] or 0)} stored")
         return 0
     finally:
         if own:

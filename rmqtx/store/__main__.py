@@ -6,7 +6,9 @@ import sys
 
 import orjson
 
-from .tools import dump, verify
+from rmqtx.common.progress import Progress
+
+from .tools import dump, verify, verify_summary
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,7 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("dump", help="one JSON line per message")
     d.add_argument("store_dir")
     d.add_argument("--topic")
-    v = sub.add_parser("verify", help="check records, consume queues and index; exit 1 on errors")
+    v = sub.add_parser("verify", help="check records, consume queues and index; JSON report on stdout, "
+                                      "progress and a summary line on stderr; exit 1 on errors")
     v.add_argument("store_dir")
     v.add_argument("--hash-slots", type=int, help="maxHashSlotNum (default: from the index file size)")
     args = p.parse_args(argv)
@@ -25,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:  # e.g. piped into head
             sys.stderr.close()
         return 0
-    summary = verify(args.store_dir, args.hash_slots)
+    progress = Progress("verify")  # progress and the summary line on stderr; the JSON report alone on stdout
+    summary = verify(args.store_dir, args.hash_slots, progress=progress)
     sys.stdout.buffer.write(orjson.dumps(summary, option=orjson.OPT_INDENT_2) + b"\n")
+    sys.stdout.flush()
+    progress.done(verify_summary(summary))
     return 0 if summary["ok"] else 1
 
 

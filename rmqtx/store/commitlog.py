@@ -50,7 +50,7 @@ class CommitLog:
     def __init__(self, config: StoreConfig, allocator: Executor | None) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, allocator)
+        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, allocator, config.warm_maped_file_enable)
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.max_message_size = config.max_message_size
         self._topics: dict[str, bytes] = {}

@@ -59,6 +59,8 @@ class StoreConfig:
     max_transfer_count_on_message_in_disk: int = 8
     access_message_in_memory_max_ratio: int = 40
     check_crc_on_recover: bool = True
+    #: Java's warmMapedFileEnable: off, new store files are sparse; on, their blocks are reserved at creation.
+    warm_maped_file_enable: bool = False
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     # HA (master/slave replication), Java's MessageStoreConfig names and defaults.
     broker_role: str = "ASYNC_MASTER"
@@ -118,8 +120,13 @@ class StoreConfig:
                 continue
             kind = types[name]
             if kind in ("int", int):
-                kwargs[name] = int(value)
+                try:
+                    kwargs[name] = int(value)
+                except ValueError:
+                    raise ValueError(f"store setting {key}={value} is not a number") from None
             elif kind in ("bool", bool):
+                if value.lower() not in ("true", "false"):
+                    raise ValueError(f"store setting {key}={value} is neither true nor false")
                 kwargs[name] = value.lower() == "true"
             else:
                 kwargs[name] = value or None if name in ("store_path_commit_log", "ha_master_address") else value

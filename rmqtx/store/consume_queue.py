@@ -23,12 +23,14 @@ class ConsumeQueue:
     """
 
     def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
-                 allocator: Executor | None = None, ext_root: str | None = None, ext_file_size: int = 0) -> None:
+                 allocator: Executor | None = None, ext_root: str | None = None, ext_file_size: int = 0,
+                 preallocate: bool = False) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator)
-        self.ext = ConsumeQueueExt(topic, queue_id, ext_root, ext_file_size, allocator) if ext_root else None
+        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator, preallocate)
+        self.ext = (ConsumeQueueExt(topic, queue_id, ext_root, ext_file_size, allocator, preallocate)
+                    if ext_root else None)
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed
         self.min_logic_offset = 0
         self._prealloc_mark = file_size // 2
@@ -244,7 +246,8 @@ class ConsumeQueue:
 
 
 def load_consume_queues(root_dir: str, file_size: int, allocator: Executor | None = None,
-                        ext_root: str | None = None, ext_file_size: int = 0) -> dict[tuple[str, int], ConsumeQueue]:
+                        ext_root: str | None = None, ext_file_size: int = 0,
+                        preallocate: bool = False) -> dict[tuple[str, int], ConsumeQueue]:
     """Every consumequeue/{topic}/{queueId} directory found on disk (with its ext files when ext_root is set)."""
     table: dict[tuple[str, int], ConsumeQueue] = {}
     if not os.path.isdir(root_dir):
@@ -256,7 +259,7 @@ def load_consume_queues(root_dir: str, file_size: int, allocator: Executor | Non
         for qid in sorted(os.listdir(tdir)):
             if not qid.isdigit():
                 continue
-            cq = ConsumeQueue(topic, int(qid), root_dir, file_size, allocator, ext_root, ext_file_size)
+            cq = ConsumeQueue(topic, int(qid), root_dir, file_size, allocator, ext_root, ext_file_size, preallocate)
             cq.load()
             table[(topic, int(qid))] = cq
     return table

@@ -52,11 +52,11 @@ class ConsumeQueueExt:
     """One topic/queue's extension units, addressed by decorated file offsets."""
 
     def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
-                 allocator: Executor | None = None) -> None:
+                 allocator: Executor | None = None, preallocate: bool = False) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator)
+        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator, preallocate)
         self._prealloc_mark = file_size // 2
 
     def load(self) -> None:

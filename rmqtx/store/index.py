@@ -162,8 +162,9 @@ class IndexService:
     """The index files of a store, oldest first; builds entries for each dispatched record."""
 
     def __init__(self, directory: str, slot_num: int, index_num: int, max_batch: int,
-                 allocator: Executor | None, clock: Callable[[], float]) -> None:
+                 allocator: Executor | None, clock: Callable[[], float], preallocate: bool = False) -> None:
         self.directory = directory
+        self.preallocate = preallocate
         self.slot_num = slot_num
         self.index_num = index_num
         self.file_size = HEADER_SIZE + slot_num * 4 + index_num * 20
@@ -204,7 +205,7 @@ class IndexService:
         if self.allocator is None or self._spare is not None:
             return
         os.makedirs(self.directory, exist_ok=True)
-        self._spare = self.allocator.submit(MappedFile.create, self._new_path(), self.file_size)
+        self._spare = self.allocator.submit(MappedFile.create, self._new_path(), self.file_size, 0, self.preallocate)
 
     def _roll(self) -> IndexFile:
         mf = None
@@ -216,7 +217,7 @@ class IndexService:
                 log.warning("pre-allocating an index file failed: %s", e)
         if mf is None:
             os.makedirs(self.directory, exist_ok=True)
-            mf = MappedFile.create(self._new_path(), self.file_size)
+            mf = MappedFile.create(self._new_path(), self.file_size, 0, self.preallocate)
         f = IndexFile(mf, self.slot_num, self.index_num)
         if self.files:
             prev = self.files[-1]

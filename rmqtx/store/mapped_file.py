@@ -64,6 +64,16 @@ def _destroy_all(files: list["MappedFile"], dirs: tuple[str, ...]) -> None:
             pass  # not empty (re-created meanwhile) or already gone
 
 
+def _reserve(fd: int, size: int) -> None:
+    """Allocate every block of the file now (ftruncate where the file system cannot)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as e:
+        if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            raise
+        os.ftruncate(fd, size)
+
+
 class MappedFile:
     """One pre-allocated file mapped read-write; positions are kept by the owner thread."""
 
@@ -80,21 +90,21 @@ class MappedFile:
         self.closed = False
 
     @classmethod
-    def create(cls, path: str, file_size: int, from_offset: int = 0) -> "MappedFile":
-        """Create and reserve the blocks (so a full disk fails here, not as SIGBUS later).
+    def create(cls, path: str, file_size: int, from_offset: int = 0, preallocate: bool = False) -> "MappedFile":
+        """Create the file sparse, as Java does; ``preallocate`` (warmMapedFileEnable) reserves its blocks.
 
-        The file is built under a temporary name and renamed, so a crash never leaves a short file.
+        Reserved blocks make a full disk fail here rather than as SIGBUS on a later write through
+        the mapping. The file is built under a temporary name and renamed, so a crash never leaves
+        a short file.
         """
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, f".{os.path.basename(path)}{TMP_SUFFIX}")
         os.makedirs(directory, exist_ok=True)  # retire() may have removed it, emptied
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            try:
-                os.posix_fallocate(fd, 0, file_size)
-            except OSError as e:
-                if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                    raise
+            if preallocate:
+                _reserve(fd, file_size)
+            else:
                 os.ftruncate(fd, file_size)
             mm = mmap.mmap(fd, file_size)
             os.rename(tmp, path)
@@ -157,10 +167,12 @@ class MappedFile:
 class MappedFileQueue:
     """The files of one directory in offset order; the next file can be made ahead in a thread."""
 
-    def __init__(self, directory: str, file_size: int, allocator: Executor | None = None) -> None:
+    def __init__(self, directory: str, file_size: int, allocator: Executor | None = None,
+                 preallocate: bool = False) -> None:
         self.directory = directory
         self.file_size = file_size
         self.allocator = allocator
+        self.preallocate = preallocate
         self.files: list[MappedFile] = []
         self._next: tuple[int, Future] | None = None
         self.flushed_where = 0
@@ -219,9 +231,9 @@ class MappedFileQueue:
         if mf is None:
             path = os.path.join(self.directory, file_name(offset))
             if self.allocator is None:
-                mf = MappedFile.create(path, self.file_size, offset)
+                mf = MappedFile.create(path, self.file_size, offset, self.preallocate)
             else:  # queued behind any retire() of this directory: an old file of the same name goes first
-                mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset).result()
+                mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate).result()
         self.files.append(mf)
         return mf
 
@@ -236,7 +248,7 @@ class MappedFileQueue:
         else:
             return
         path = os.path.join(self.directory, file_name(offset))
-        self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset))
+        self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate))
 
     @property
     def next_pending(self) -> bool:

@@ -72,7 +72,7 @@ class MessageStore:
         self.commitlog = CommitLog(config, self._allocator)
         self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
-                                  config.max_msgs_num_batch, self._allocator, clock)
+                                  config.max_msgs_num_batch, self._allocator, clock, config.warm_maped_file_enable)
         self.checkpoint: Checkpoint | None = None
         self.flush = FlushService(self)
         self.retention = RetentionService(self)
@@ -107,7 +107,8 @@ class MessageStore:
             self.commitlog.queue.load()
             self.consume_queues = load_consume_queues(self.config.consume_queue_dir,
                                                       self.config.mapped_file_size_consume_queue, self._allocator,
-                                                      self._ext_root, self.config.mapped_file_size_consume_queue_ext)
+                                                      self._ext_root, self.config.mapped_file_size_consume_queue_ext,
+                                                      self.config.warm_maped_file_enable)
             if self._index_enabled:
                 self.index.load()
             recover(self, clean)
@@ -181,7 +182,8 @@ class MessageStore:
         if cq is None:
             cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
                               self.config.mapped_file_size_consume_queue, self._allocator,
-                              self._ext_root, self.config.mapped_file_size_consume_queue_ext)
+                              self._ext_root, self.config.mapped_file_size_consume_queue_ext,
+                              self.config.warm_maped_file_enable)
             self.consume_queues[(topic, queue_id)] = cq
         return cq
 

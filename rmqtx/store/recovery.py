@@ -4,6 +4,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from rmqtx.common.progress import Progress, size_text
+
 from . import record as R
 from .mapped_file import MappedFile
 
@@ -54,7 +56,19 @@ def zero_tail(mf: MappedFile, pos: int, max_run: int) -> int:
 
 
 def recover(store: "MessageStore", clean: bool) -> None:
-    """Validate the commit log (CRC included), truncate, then dispatch what queues and index lack."""
+    """Validate the commit log (CRC included), truncate, then dispatch what queues and index lack.
+
+    Logs how far it is every few seconds and one summary line at the end.
+    """
+    progress = Progress("store recovery" if not clean else "store load", say=log.info, interval=5.0)
+    checked, dispatched, end = _recover(store, clean, progress)
+    kind = "recovered after an abnormal shutdown" if not clean else "loaded after a clean shutdown"
+    progress.done(f"{store.root} {kind}: {checked} records checked, {dispatched} dispatched to "
+                  f"{len(store.consume_queues)} consume queues and the index, commit log ends at offset {end}")
+
+
+def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[int, int, int]:
+    """Recovery proper; returns (records checked, records dispatched, end offset of the commit log)."""
     cl = store.commitlog
     files = cl.queue.files
     for cq in store.consume_queues.values():
@@ -67,7 +81,7 @@ def recover(store: "MessageStore", clean: bool) -> None:
         store.consume_queues.clear()
         store.index.truncate(0)
         cl.queue.flushed_where = 0
-        return
+        return 0, 0, 0
     start_idx = max(0, len(files) - 3) if clean else _safe_start_index(store)
     scan_from = files[start_idx].from_offset
     if clean:
@@ -78,12 +92,20 @@ def recover(store: "MessageStore", clean: bool) -> None:
     begin = min(scan_from, dispatch_from)
     end = begin
     bad = None
+    checked = dispatched = 0
+    total = files[-1].end_offset - begin
+    if total > 64 << 20:
+        log.info("store recovery: checking %s of commit log from offset %d", size_text(total), begin)
     for item in cl.scan(begin, check_crc=store.config.check_crc_on_recover):
         if item.kind == "msg":
             end = item.offset + item.size
+            checked += 1
+            if not checked & 4095:
+                progress.tick(end - begin, total, "of the commit log checked")
             if item.offset >= dispatch_from:
                 assert item.record is not None
                 store.dispatch_record(item.offset, item.record)
+                dispatched += 1
         elif item.kind == "blank":
             end = item.offset + item.size
         else:
@@ -111,3 +133,4 @@ def recover(store: "MessageStore", clean: bool) -> None:
         cq.queue.flushed_where = cq.queue.max_offset
         cl.topic_queue_table[(topic, qid)] = cq.max_offset
     store.dirty_cqs.update(store.consume_queues.values())
+    return checked, dispatched, end

@@ -11,6 +11,8 @@ from typing import IO, Iterator
 
 import orjson
 
+from rmqtx.common.progress import Progress, size_text
+
 from . import record as R
 from .commitlog import check_at, gets_queue_entry
 from .config import DEFAULT_DELAY_LEVELS
@@ -101,16 +103,24 @@ def _ext_tags_code(ext_files: dict[int, mmap.mmap | bytes], address: int) -> int
     return None
 
 
-def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFAULT_DELAY_LEVELS) -> dict:
-    """Check every record (magic, size, CRC), consume queue unit and index entry; a summary dict."""
+def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFAULT_DELAY_LEVELS,
+           progress: Progress | None = None) -> dict:
+    """Check every record (magic, size, CRC), consume queue unit and index entry; a summary dict.
+
+    ``progress`` hears how far the commit log scan is (the long part) every few seconds.
+    """
     errors: Counter[str] = Counter()
     delay_levels = R.parse_delay_levels(delay_spec)
     records: dict[int, tuple[str, int, int, int, int | None, frozenset[int]]] = {}
     n_rec = n_bytes = n_blank = 0
     files = _files(os.path.join(store_dir, "commitlog"), _OFFSET_NAME)
+    first = int(os.path.basename(files[0])) if files else 0
+    total = sum(os.path.getsize(f) for f in files)
     for offset, kind, size, rec in scan_commit_log(store_dir):
         if kind == "msg" and rec is not None:
             n_rec += 1
+            if progress is not None and not n_rec & 4095:
+                progress.tick(offset - first, total, "of the commit log checked")
             n_bytes += size
             props = R.parse_properties(rec.properties)
             keys = [props[R.PROP_UNIQ_KEY]] if R.PROP_UNIQ_KEY in props else []
@@ -167,6 +177,8 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
         if r[4] is not None and (r[0], r[1], r[2]) not in seen_units:
             undispatched += 1
 
+    if progress is not None:
+        progress.tick(total, total, "of the commit log checked; consume queues done, checking the index")
     n_idx = 0
     idx_files = _files(os.path.join(store_dir, "index"), _INDEX_NAME)
     for path in idx_files:
@@ -208,3 +220,11 @@ def _slots_from_size(file_size: int) -> int | None:
     """Slot count of an index file whose entries are 4x its slots (RocketMQ's default ratio)."""
     body = file_size - HEADER_SIZE
     return body // 84 if body > 0 and body % 84 == 0 else None
+
+
+def verify_summary(summary: dict) -> str:
+    """One line saying what verify found."""
+    errors = sum(summary["errors"].values())
+    return (f"{'OK' if summary['ok'] else 'ERRORS'}, {summary['records']} records ({size_text(summary['bytes'])}) "
+            f"in {summary['commitLogFiles']} commit log files, {summary['consumeQueueUnits']} consume queue units, "
+            f"{summary['indexEntries']} index entries, {errors} errors")

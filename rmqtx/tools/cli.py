@@ -76,7 +76,7 @@ async def update_topic(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> Non
     for addr in [a.b.strip()] if a.b else await ops.masters(a.c.strip()):
         await ops.create_topic(addr, header)
         out.write(f"create topic to {addr} success.\n")
-    out.write(tables.topic_config_text(tc))
+    out.write(tables.topic_config_text(tc) + "\n")  # mqadmin ends without a newline; a shell prompt would follow it
 
 
 def _delete_topic_opts(p: argparse.ArgumentParser) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -60,7 +61,11 @@ def group_config_text(g: dict) -> str:
 
 
 def route_text(route: dict) -> str:
-    """``TopicRouteData.toJson(true)``: fastjson's pretty form, beans sorted, broker ids bare."""
+    """``TopicRouteData.toJson(true)``'s layout (fastjson's pretty form, beans sorted), but valid JSON.
+
+    fastjson writes the broker ids of brokerAddrs bare (``{0:"..."}``), which no JSON parser reads;
+    here they are quoted, the one difference from mqadmin's output.
+    """
 
     def bean(value: Any) -> Any:
         if isinstance(value, dict):
@@ -72,7 +77,11 @@ def route_text(route: dict) -> str:
     shaped = bean(route)
     for bd in shaped.get("brokerDatas") or []:
         bd["brokerAddrs"] = {int(k): v for k, v in sorted((bd.get("brokerAddrs") or {}).items(), key=lambda kv: int(kv[0]))}
-    return pretty(shaped)
+    return _BARE_ID.sub(r'\1"\2":', pretty(shaped))
+
+
+#: A bare integer map key as fastjson's pretty form writes it, right after '{' or ','.
+_BARE_ID = re.compile(r'([{,])(-?\d+):(?=")')
 
 
 def properties_text(props: dict[str, str]) -> str:

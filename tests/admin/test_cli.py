@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -30,14 +31,16 @@ class TopicCommandsTest(AdminTestCase):
             out,
             f"create topic to {self.cluster.broker_addr} success.\n"
             "TopicConfig [topicName=T_admin, readQueueNums=2, writeQueueNums=2, perm=RW-, "
-            "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false]",
+            "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false]\n",
         )
         await self.until_routed("T_admin")
         self.assertIn("T_admin", (await self.ok("topicList")).splitlines())
 
         route = await self.ok("topicRoute", "-t", "T_admin")
-        self.assertTrue(route.startswith('{\n\t"brokerDatas":[\n\t\t{\n\t\t\t"brokerAddrs":{0:"'), route)
-        self.assertIn('"writeQueueNums":2', route)
+        self.assertTrue(route.startswith('{\n\t"brokerDatas":[\n\t\t{\n\t\t\t"brokerAddrs":{"0":"'), route)
+        parsed = json.loads(route)  # JSON tools read it (mqadmin's bare {0:...} they cannot)
+        self.assertEqual(parsed["brokerDatas"][0]["brokerAddrs"], {"0": self.cluster.broker_addr})
+        self.assertEqual([q["writeQueueNums"] for q in parsed["queueDatas"]], [2])
 
         status = await self.ok("topicStatus", "-t", "T_admin")
         self.assertEqual(status.splitlines()[0], "#Broker Name                      #QID  #Min Offset           #Max Offset             #Last Updated")

@@ -58,3 +58,46 @@ class PlainScriptTest(ClusterTestCase):
         )
         self.assertEqual(code, 0, err.decode())
         self.assertEqual(out.decode().strip(), "SEND_OK T_script")
+
+
+PUSH_SCRIPT = """
+import queue, sys, threading, time
+from rmqtx.client.blocking import BlockingProducer, BlockingPushConsumer
+from rmqtx.client.consumer import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus
+
+got = queue.Queue()
+threads = set()
+
+def handle(msgs, ctx):
+    threads.add(threading.current_thread().name)
+    time.sleep(0.05)  # a listener may block: it runs in a worker thread, not the reactor's
+    for m in msgs:
+        got.put(m.body.decode())
+    return ConsumeStatus.CONSUME_SUCCESS
+
+with BlockingProducer(sys.argv[1], "P_push_script") as producer:
+    for i in range(6):
+        producer.send("T_push_script", f"push {i}", tags="TagP")
+with BlockingPushConsumer(sys.argv[1], "C_push_script", handle, topics={"T_push_script": "TagP"},
+                          consume_from=CONSUME_FROM_FIRST_OFFSET) as consumer:
+    bodies = [got.get(timeout=30) for _ in range(6)]
+print(" ".join(sorted(bodies)))
+print("reactor thread used" if "rmqtx-reactor" in threads else "worker threads only")
+"""
+
+
+class BlockingPushConsumerTest(ClusterTestCase):
+    @defer.inlineCallbacks
+    def test_push_consumer_in_a_plain_script(self):
+        """A separate process with no reactor of its own consumes with a blocking listener and exits cleanly."""
+        import os
+        import sys
+
+        from twisted.internet import utils
+
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        out, err, code = yield utils.getProcessOutputAndValue(
+            sys.executable, ["-c", PUSH_SCRIPT, self.cluster.namesrv_addr], env={**os.environ, "PYTHONPATH": root}, path=root
+        )
+        self.assertEqual(code, 0, err.decode())
+        self.assertEqual(out.decode().splitlines(), [" ".join(f"push {i}" for i in range(6)), "worker threads only"])

@@ -36,6 +36,7 @@ class JobsTest(SparkTestCase):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             self.assertEqual(jobs.main(list(argv), spark=self.spark), 0)
+        self.summary = out.getvalue().splitlines()[-1]
         return [[c.strip() for c in line.strip("|").split("|")] for line in out.getvalue().splitlines()
                 if line.startswith("|")]
 
@@ -50,6 +51,8 @@ class JobsTest(SparkTestCase):
         self.assertEqual(table["S_A"][3:5], ["2026-11-21 12:40:01.279", "2026-11-21 12:40:02.338"])
         self.assertEqual(table["S_A"][5], "TagA:20, TagB:20, TagC:20")
         self.assertEqual(table["SCHEDULE_TOPIC_XXXX"][5], "TagDelay:1")
+        total = sum(int(r[2]) for r in rows)
+        self.assertRegex(self.summary, rf"^stats: 5 topics, 197 messages, {total / 1024 / 1024:.1f} MiB stored \(\d+\.\d s\)$")
 
     def test_stats_for_one_topic(self) -> None:
         _, *rows = self.run_job("stats", "--store", self.store, "--topics", "S_B")
@@ -61,6 +64,7 @@ class JobsTest(SparkTestCase):
         self.assertEqual(rows, [["C_store", "%RETRY%C_store", "0", "0", "0", "0"],
                                 ["C_store", "S_A", "0", "48", "48", "0"],
                                 ["C_store", "S_A", "1", "49", "49", "0"]])
+        self.assertRegex(self.summary, r"^lag: 1 groups, 3 queues, total lag 0 messages \(\d+\.\d s\)$")
 
     def test_lag_after_consumer_fell_behind(self) -> None:
         path = os.path.join(self.store, "config", "consumerOffset.json")
@@ -74,13 +78,14 @@ class JobsTest(SparkTestCase):
             with open(path, "w") as fh:
                 fh.write(original)
         self.assertEqual(rows, [["G_late", "S_B", "0", "40", "46", "6"], ["G_late", "S_B", "1", "0", "49", "49"]])
+        self.assertRegex(self.summary, r"^lag: 1 groups, 2 queues, total lag 55 messages ")
 
     def test_export_parquet_by_topic_and_date(self) -> None:
         out = os.path.join(self.tmp.name, "parquet")
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
             jobs.main(["export", "--store", self.store, "--out", out], spark=self.spark)
-        self.assertIn("exported 197 messages", buf.getvalue())
+        self.assertRegex(buf.getvalue().splitlines()[-1], rf"^export: exported 197 messages to {out} \(\d+\.\d s\)$")
         self.assertTrue(os.path.isdir(os.path.join(out, "topic=S_A", "date=2026-11-21")))
         df = self.spark.read.parquet(out)
         self.assertEqual(df.where("topic = 'S_A'").count(), 97)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from twisted.application.service import IServiceMaker
 from twisted.plugin import IPlugin
 from zope.interface import implementer
@@ -22,7 +24,23 @@ class _Maker:
         return getattr(launcher, self._options_name)
 
     def makeService(self, options):
+        from rmqtx.startup import install_hook
+
+        install_hook()  # a port in use or a missing file ends twistd with one line, not a traceback
+        _no_default_pidfile(getattr(options, "parent", None))
         return self._build(options)
+
+
+def _no_default_pidfile(twistd_options) -> None:
+    """In the foreground (-n) write no twistd.pid into the working directory unless --pidfile names one.
+
+    The store's lock already refuses a second broker on the same store; a daemon keeps twistd's
+    default pid file, which it needs to be stopped.
+    """
+    if twistd_options is None or not twistd_options.get("nodaemon"):
+        return
+    if twistd_options.get("pidfile") in ("twistd.pid", os.path.abspath("twistd.pid")):  # twistd made it absolute
+        twistd_options["pidfile"] = ""
 
 
 def _namesrv(options):

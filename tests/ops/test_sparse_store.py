@@ -1,0 +1,50 @@
+"""A new store's files are sparse, as Java's are, unless warmMapedFileEnable=true reserves their blocks."""
+
+from __future__ import annotations
+
+import os
+import unittest
+from pathlib import Path
+
+from tests.e2e.harness import Standalone
+
+GIB = 1024**3
+
+
+def disk_use(root: Path) -> tuple[int, int]:
+    """(bytes allocated on disk, apparent bytes) of every file under root."""
+    used = apparent = 0
+    for path in root.rglob("*"):
+        if path.is_file():
+            st = path.stat()
+            used += st.st_blocks * 512
+            apparent += st.st_size
+    return used, apparent
+
+
+class SparseStoreTest(unittest.TestCase):
+    def run_standalone(self, conf: dict[str, str]) -> Standalone:
+        server = Standalone(conf)
+        self.addCleanup(server.close)
+        server.start()
+        server.create_topic("T_sparse")
+        server.send_to_queue("T_sparse", 0, "one message")
+        return server
+
+    def test_default_store_is_small_on_disk(self) -> None:
+        """Java's default sizes (1 GiB commit log, 420 MB index file) take a few MB, not 2.5 GB."""
+        server = self.run_standalone({"mappedFileSizeCommitLog": str(GIB)})
+        commitlog = server.root / "store" / "commitlog" / f"{0:020d}"
+        self.assertEqual(commitlog.stat().st_size, GIB)
+        used, apparent = disk_use(server.root / "store")
+        self.assertGreater(apparent, GIB + 400 * 1024**2)  # the commit log and a full-size index file
+        self.assertLess(used, 64 * 1024**2, f"{used} bytes allocated for one message")
+        self.assertTrue(server.stop())
+
+    def test_warm_maped_file_enable_reserves_blocks(self) -> None:
+        size = 64 * 1024**2
+        server = self.run_standalone({"mappedFileSizeCommitLog": str(size), "warmMapedFileEnable": "true"})
+        commitlog = server.root / "store" / "commitlog" / f"{0:020d}"
+        self.assertGreaterEqual(commitlog.stat().st_blocks * 512, size)
+        self.assertTrue(server.stop())
+        self.assertEqual(os.path.getsize(commitlog), size)
