@@ -10,6 +10,7 @@ from typing import Any
 from twisted.logger import Logger
 
 from rmqtx.common.properties import parse_bool
+from rmqtx.store.timer import KEYS as TIMER_KEYS
 
 log = Logger(namespace="rmqtx.broker.config")
 
@@ -42,7 +43,7 @@ STORE_KEYS = frozenset(
         "slaveTimeout",
         "accessMessageInMemoryMaxRatio",
     }
-)
+) | TIMER_KEYS
 
 
 @dataclass
