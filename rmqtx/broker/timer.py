@@ -46,6 +46,8 @@ TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
 ENQUEUE_BATCH = 256
 DEQUEUE_UNITS = 512
 EMPTY_SLOTS = 4096
+#: Java checks every 30 s for timer log files that only name deleted messages.
+CLEAN_INTERVAL_S = 30.0
 _LONG = re.compile(r"[+-]?[0-9]+\Z")
 
 
@@ -85,6 +87,7 @@ class TimerMessageService:
         self._enqueue_call = None
         self._syncing = False
         self._sync_d = None
+        self._dirty = True
         self._running = False
 
     # -- send path ----------------------------------------------------------------------------
@@ -122,6 +125,8 @@ class TimerMessageService:
         props[TIMER_OUT_MS] = str(deliver)
         props[PROPERTY_REAL_TOPIC] = topic
         props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        if self._running:
+            self._schedule_enqueue()  # runs after the caller has stored it, in this reactor turn
         return TIMER_TOPIC, 0, None
 
     def _illegal(self) -> Refusal:
@@ -173,9 +178,8 @@ class TimerMessageService:
 
             self.reactor = reactor
         self._running = True
-        self.store.add_arrival_listener(self._on_arrival)
         for fn, seconds in ((self._dequeue, max(0.005, self.precision / 10000)), (self._enqueue, 0.1),
-                            (self._sync, self.cfg.timerFlushIntervalMs / 1000)):
+                            (self._sync, self.cfg.timerFlushIntervalMs / 1000), (self._clean, CLEAN_INTERVAL_S)):
             loop = task.LoopingCall(fn)
             loop.clock = self.reactor
             loop.start(seconds, now=False)
@@ -204,10 +208,6 @@ class TimerMessageService:
         self.files = None
 
     # -- enqueue ------------------------------------------------------------------------------
-    def _on_arrival(self, topic: str, queue_id: int, new_max: int) -> None:
-        if topic == TIMER_TOPIC and self._running:
-            self._schedule_enqueue()
-
     def _schedule_enqueue(self) -> None:
         if self._enqueue_call is None or not self._enqueue_call.active():
             self._enqueue_call = self.reactor.callLater(0, self._enqueue)
@@ -246,6 +246,7 @@ class TimerMessageService:
     def _moved(self, offset: int) -> None:
         if offset != self.queue_offset and self.files is not None:
             self.queue_offset = offset
+            self._dirty = True
             self.files.check.set(last_queue_offset=offset, master_queue_offset=offset)
 
     def _enqueue_one(self, raw: bytes) -> bool:
@@ -356,7 +357,10 @@ class TimerMessageService:
                 return True
             queue_id = int(queue_text)
         result = self.store.append_message(copy_of(rec, topic, queue_id, props))
+        self._dirty = True
         if result.status is PutStatus.PUT_OK:
+            if roll:
+                self._schedule_enqueue()
             return True
         if result.status in (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED):
             log.error("timer message at {offset} refused by the store ({status}); dropped",
@@ -368,8 +372,9 @@ class TimerMessageService:
     def _sync(self) -> None:
         """Every timerFlushIntervalMs: the files to disk in a thread, then the checkpoint says how far that reached."""
         files = self.files
-        if files is None or self._syncing:
-            return
+        if files is None or self._syncing or not self._dirty:
+            return  # a moving read time alone is not worth a sync: after a crash it re-reads empty slots
+        self._dirty = False
         self._syncing = True
         pos = files.log.write_pos
 
@@ -380,6 +385,7 @@ class TimerMessageService:
 
         def failed(f):
             self._syncing = False
+            self._dirty = True
             log.failure("timer files sync failed", f)
 
         d = self._sync_d = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), files.sync,
@@ -393,6 +399,23 @@ class TimerMessageService:
             d, waiter = self._sync_d, defer.Deferred()
             d.addBoth(lambda r: (waiter.callback(None), r)[1])
             await waiter
+
+    # -- clean ------------------------------------------------------------------------------
+    def _clean(self) -> None:
+        """Drop whole timer log files whose every unit names a message the commit log no longer holds."""
+        files = self.files
+        if files is None:
+            return
+        min_phy = self.store.min_phy_offset
+        count = 0
+        for mf in files.log.queue.files[:-1]:
+            unit = files.log.last_unit_of(mf)
+            if unit is None or unit[5] >= min_phy:
+                break
+            count += 1
+        if count:
+            log.info("timer log: dropping {n} file(s) below commit log offset {offset}", n=count, offset=min_phy)
+            files.log.queue.remove_first(count)
 
     # -- views --------------------------------------------------------------------------------
     def waiting(self) -> int:

@@ -174,6 +174,18 @@ class TimerLog:
             return None
         return UNIT.unpack_from(mf.mm, pos - mf.from_offset)
 
+    def last_unit_of(self, mf: MappedFile) -> tuple | None:
+        """The last sound unit of a full file (units are in commit log order, so it names the file's highest offset)."""
+        pos = (min(mf.wrote, mf.file_size) // UNIT_SIZE) * UNIT_SIZE - UNIT_SIZE
+        for _ in range(3):
+            if pos < 0:
+                return None
+            size, _, magic = BLANK.unpack_from(mf.mm, pos)
+            if size == UNIT_SIZE and magic != 0 and (magic | 0xF) == 0xF:
+                return UNIT.unpack_from(mf.mm, pos)
+            pos -= UNIT_SIZE
+        return None
+
     @property
     def write_pos(self) -> int:
         return self.queue.max_offset
