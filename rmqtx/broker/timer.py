@@ -336,9 +336,10 @@ class TimerMessageService:
             return True
         props = parse_properties(rec.properties)
         roll = bool(magic & MAGIC_ROLL)
+        real_topic = props.get(PROPERTY_REAL_TOPIC, "")
         ok = self._deliver(rec, props, str(enqueue_ms), roll, now)
-        if ok and self.files is not None and not roll:
-            self.files.metrics.add(props.get(PROPERTY_REAL_TOPIC, ""), -1)
+        if ok and self.files is not None:  # a rolled one counts again when it is linked again
+            self.files.metrics.add(real_topic, -1)
         return ok
 
     def _deliver(self, rec, props: dict[str, str], enqueue_ms: str, roll: bool, now: int) -> bool:
