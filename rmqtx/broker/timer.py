@@ -88,6 +88,7 @@ class TimerMessageService:
         self._syncing = False
         self._sync_d = None
         self._dirty = True
+        self._slot_chain: tuple[tuple[int, int, int], list[tuple]] | None = None
         self._running = False
 
     # -- send path ----------------------------------------------------------------------------
@@ -294,7 +295,12 @@ class TimerMessageService:
             slot_ms, first, last, num, _ = files.wheel.get(self.read_ms)
             slots += 1
             if slot_ms != -1:
-                chain = self._chain(first, last)
+                cached = self._slot_chain
+                if cached is not None and cached[0] == (self.read_ms, first, last):
+                    chain = cached[1]  # a large slot delivered over several calls is read once
+                else:
+                    chain = self._chain(first, last)
+                    self._slot_chain = ((self.read_ms, first, last), chain)
                 start = check.slot_done if check.last_read_time_ms == self.read_ms else 0
                 for i in range(start, len(chain)):
                     if units >= DEQUEUE_UNITS:
@@ -304,6 +310,7 @@ class TimerMessageService:
                     units += 1
                     check.set(last_read_time_ms=self.read_ms, slot_done=i + 1)
             self.read_ms += self.precision
+            self._slot_chain = None
             check.set(last_read_time_ms=self.read_ms, slot_done=0)
         if self.read_ms < write_ms:
             self.reactor.callLater(0, self._dequeue)

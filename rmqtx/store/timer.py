@@ -148,6 +148,8 @@ class TimerLog:
         """True when an append needs no file to be made on the caller's thread."""
         last = self.queue.last
         if last is not None and last.wrote + UNIT_SIZE + BLANK.size <= last.file_size:
+            if last.wrote * 10 > last.file_size * 9:
+                self.queue.prepare_next()  # the next file is made in a thread while this one fills up
             return True
         fut = self.queue.next_future()
         if fut is None:
@@ -162,7 +164,6 @@ class TimerLog:
                 BLANK.pack_into(mf.mm, mf.wrote, mf.file_size - mf.wrote, 0, BLANK_MAGIC)
                 mf.wrote = mf.file_size
             mf = self.queue.last_for_write(0)
-            self.queue.prepare_next()
         pos = mf.from_offset + mf.wrote
         mf.mm[mf.wrote:mf.wrote + len(unit)] = unit
         mf.wrote += len(unit)

@@ -157,6 +157,21 @@ class TimerDeliveryTest(TimerCase):
         self.assertNotIn("TIMER_DELAY_SEC", parse_properties(got[0].properties))
 
 
+class TimerCrowdedSlotTest(TimerCase):
+    conf = {**CONF, "timerRollWindowSlot": "600"}  # no rolls here: they may reorder a slot's messages, in Java too
+
+    def test_a_crowded_slot_delivers_in_order_over_several_turns(self) -> None:
+        due = now_ms() + 8000
+        for i in range(600):  # more than one dequeue turn takes (512)
+            self.send(f"crowd-{i:03d}", 0, TIMER_DELIVER_MS=str(due))
+        # all of them must wait in the slot (one sent after its time would be put on the topic at once)
+        self.assertLess(now_ms(), due - 2 * PRECISION_MS, "sending took too long for the test to mean anything")
+        self.wait_all(40)
+        self.check_delivered()
+        order = sorted(self.expected, key=lambda body: self.received[body][0].queue_offset)
+        self.assertEqual(order, sorted(self.expected))
+
+
 class TimerDisabledTest(unittest.TestCase):
     def test_wheel_off_refuses_timer_messages(self) -> None:
         server = Standalone({"timerWheelEnable": "false"}).start()
