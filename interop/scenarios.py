@@ -247,6 +247,41 @@ def delay_check(events: Events, params: dict, probe: Probe) -> str | None:
     return first(errors(events), delivered_exactly(events, params["messages"]))
 
 
+#: Timer messages: how late a delivery may be beyond its due time (the broker's timerPrecisionMs, 1 s by
+#: default, plus the push consumer's long-polling hand-over on a busy machine).
+TIMER_LATE_S = 6.0
+
+
+def timer_due_s(spec: dict) -> float:
+    """Seconds after the ``sent`` event's ``at`` that a timer spec is due."""
+    timer = spec["timer"]
+    if "delay_sec" in timer:
+        return float(timer["delay_sec"])
+    return (timer.get("delay_ms") or timer.get("deliver_in_ms")) / 1000
+
+
+def timer_build(ctx: Context) -> dict:
+    """Specs carry ``timer``: one of ``delay_ms`` (setDelayTimeMs), ``delay_sec`` (setDelayTimeSec) or
+    ``deliver_in_ms`` (setDeliverTimeMs with the sender's clock plus this, read after ``at``)."""
+    kinds = ({"delay_ms": 1500}, {"delay_sec": 2}, {"deliver_in_ms": 2500}, {"delay_ms": 3200})
+    msgs = [dict(m, timer=t) for t, m in zip(kinds, messages("timer", len(kinds)))]
+    return {"messages": msgs, "settle": SETTLE}
+
+
+def timer_check(events: Events, params: dict, probe: Probe) -> str | None:
+    sent = {e["body"]: e["at"] for e in events if e["kind"] == "sent"}
+    for m in params["messages"]:
+        got = [e["at"] for e in received(events) if e["body"] == m["body"]]
+        if not got or m["body"] not in sent:
+            continue
+        waited, due = got[0] - sent[m["body"]], timer_due_s(m)
+        if waited < due - 0.002:  # the events' times are float seconds
+            return f"{m['timer']} delivered after {waited:.3f} s, before it was due"
+        if waited > due + TIMER_LATE_S:
+            return f"{m['timer']} delivered after {waited:.3f} s, more than {TIMER_LATE_S:g} s late"
+    return first(errors(events), delivered_exactly(events, params["messages"]))
+
+
 def reconsumes(events: Events) -> dict[str, list[dict]]:
     out: dict[str, list[dict]] = defaultdict(list)
     for e in received(events):
@@ -571,6 +606,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("sql92_filter", "SQL92 filter", "consume", sql_build, filter_check),
     Scenario("orderly", "orderly", "orderly", orderly_build, orderly_check),
     Scenario("delay_level", "delay level", "delay", delay_build, delay_check),
+    Scenario("timer", "timer message (5.x)", "timer", timer_build, timer_check),
     Scenario("retry", "retry", "retry", retry_build, retry_check),
     Scenario("dlq", "DLQ", "dlq", dlq_build, dlq_check),
     Scenario("tx_commit", "transaction commit", "transaction", tx_build([("COMMIT_MESSAGE", None)]), tx_check),

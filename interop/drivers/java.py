@@ -46,6 +46,8 @@ class JavaDriver(Driver):
     slot = ("jvm", 3)  # a JVM start costs about a CPU-second; more at once starve the broker on two cores
     containers = True
     image: str | None = None  # a prebuilt image (interop/java/Dockerfile, target client) instead of building one
+    unsupported = {"timer": "rocketmq-client 4.9.8 has no timer message API (Message.setDelayTimeMs / setDelayTimeSec / "
+                            "setDeliverTimeMs came with 5.x)"}
 
     def __init__(self) -> None:
         self.build: javabuild.JavaBuild | None = None
@@ -87,3 +89,4 @@ class JavaDriver(Driver):
 
 class Java5Driver(JavaDriver):
     name = "java5"
+    unsupported: dict[str, str] = {}

@@ -20,6 +20,7 @@ class NodeDriver(Driver):
         **without_tx_query_admin(NO_API),
         "request_reply": NO_API.format("request-reply API (request / reply message)"),
         "lite_pull": NO_API.format("lite pull consumer (assign/seek/commit)"),
+        "timer": NO_API.format("timer message API (delivery time / delay in ms are RocketMQ 5.x; it has delay levels only)"),
     }
 
     def prepare(self) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from twisted.internet import defer, task
 
 from interop.drivers import Driver
-from interop.scenarios import body_bytes
+from interop.scenarios import body_bytes, timer_due_s
 
 
 class PythonDriver(Driver):
@@ -47,8 +47,16 @@ async def until(done: Callable[[], bool], seconds: float) -> bool:
 def message(p: dict, spec: dict):
     from rmqtx.client import Message
 
-    return Message(p["topic"], body_bytes(spec), spec.get("tags"), spec.get("keys") or None,
-                   properties=spec.get("props"), delay_level=spec.get("delay", 0))
+    msg = Message(p["topic"], body_bytes(spec), spec.get("tags"), spec.get("keys") or None,
+                  properties=spec.get("props"), delay_level=spec.get("delay", 0))
+    timer = spec.get("timer") or {}
+    if "delay_ms" in timer:
+        msg.delay_time_ms = timer["delay_ms"]
+    if "delay_sec" in timer:
+        msg.delay_time_sec = timer["delay_sec"]
+    if "deliver_in_ms" in timer:
+        msg.deliver_time_ms = int(time.time() * 1000) + timer["deliver_in_ms"]
+    return msg
 
 
 def sent(spec: dict, at: float, result: Any = None) -> None:
@@ -215,6 +223,17 @@ async def op_delay(p: dict) -> None:
     prod = await producer(p)
     await send_all(prod, p)
     await until(lambda: members.has(bodies(p)), p["wait"] + max(p["levels"][m["delay"] - 1] for m in p["messages"]))
+    await members.stop()
+    await prod.shutdown()
+
+
+async def op_timer(p: dict) -> None:
+    members = Members(p)
+    await members.start()
+    await sleep(p["settle"])
+    prod = await producer(p)
+    await send_all(prod, p)
+    await until(lambda: members.has(bodies(p)), p["wait"] + max(timer_due_s(m) for m in p["messages"]))
     await members.stop()
     await prod.shutdown()
 

@@ -11,6 +11,7 @@ from typing import Any
 from twisted.logger import Logger
 
 from rmqtx.common.properties import parse_bool
+from rmqtx.store.timer import KEYS as TIMER_KEYS
 
 log = Logger(namespace="rmqtx.broker.config")
 
@@ -44,7 +45,7 @@ STORE_KEYS = frozenset(
         "accessMessageInMemoryMaxRatio",
         "warmMapedFileEnable",
     }
-)
+) | TIMER_KEYS
 
 #: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})

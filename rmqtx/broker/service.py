@@ -21,6 +21,7 @@ from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.stats import BrokerStats
+from rmqtx.broker.timer import TimerMessageService, timer_config
 from rmqtx.broker.topics import TopicConfigManager
 from rmqtx.broker.transactions import TransactionService
 from rmqtx.console import ConsoleConfig, start_console
@@ -98,6 +99,8 @@ class BrokerService(service.Service):
             stats=BrokerStats(),
         )
         ctx.ha = HARole(ctx, self._namesrv_client, self.reactor)
+        ctx.timer = TimerMessageService(store, cfg.storePathRootDir, timer_config(cfg.properties), reactor=self.reactor)
+        ctx.transactions.timer = ctx.timer
         ctx.registrar.on_registered.append(ctx.ha.on_registered)
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
@@ -138,6 +141,8 @@ class BrokerService(service.Service):
         ctx.groups.load()
         ctx.offsets.load()
         ctx.schedule.load()
+        if not self.config.is_slave:
+            ctx.timer.load()
         ctx.transactions.load()
         ctx.filters.load()
         if self.acl is not None:
@@ -155,6 +160,7 @@ class BrokerService(service.Service):
         ctx.store.start(self.reactor)
         if not self.config.is_slave:  # a slave neither delivers delayed messages nor checks transactions
             ctx.schedule.start()
+            ctx.timer.start()
             ctx.transactions.start()
         ctx.ha.start(ephemeral)
         ctx.topics.file.save_now(ctx.topics.to_json())
@@ -187,6 +193,7 @@ class BrokerService(service.Service):
             await ctx.ha.stop()
             ctx.holds.stop()
             ctx.schedule.stop()
+            await ctx.timer.drain()
             ctx.transactions.stop()
         if self.acl is not None:
             self.acl.stop()
@@ -198,6 +205,7 @@ class BrokerService(service.Service):
             ctx.offsets.persist_now()
             ctx.filters.persist_now()
             ctx.schedule.persist_now()
+            ctx.timer.shutdown()
             ctx.store.shutdown()
 
     def stopService(self) -> "defer.Deferred[None]":

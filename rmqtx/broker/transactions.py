@@ -15,6 +15,7 @@ from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from rmqtx.broker.reput import committed_copy
+from rmqtx.broker.timer import is_timer_request
 from rmqtx.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties, properties_to_string
 from rmqtx.remoting.codes import RequestCode
@@ -54,6 +55,7 @@ class TransactionService:
         self.resolved_ids: set[str] = set()  # transactions (UNIQ_KEY) already committed or rolled back
         self._loop: task.LoopingCall | None = None
         self.schedule = schedule  # the ScheduleMessageService, for committed copies that carry a delay level
+        self.timer = None  # the TimerMessageService, for committed copies that carry a delivery time
 
     # -- life -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -132,6 +134,12 @@ class TransactionService:
     def _put_final(self, half, props: dict[str, str]) -> "defer.Deferred[PutResult]":
         """The committed copy on its real topic; a DELAY level still in it sends it through the schedule topic, as in Java."""
         copy, routing = committed_copy(half)
+        timer = self.timer
+        if timer is not None and is_timer_request(routing):
+            topic, queue_id, refusal = timer.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
+            if refusal is None and topic != copy.topic:
+                copy.topic, copy.queue_id, copy.properties = topic, queue_id, properties_to_string(routing)
+                return self.store.put_message(copy)
         if self.schedule is not None:
             topic, queue_id = self.schedule.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
             if topic != copy.topic:

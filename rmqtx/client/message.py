@@ -30,6 +30,15 @@ SYSFLAG_TRANSACTION_PREPARED = 0x4
 _MASK32 = 0xFFFFFFFF
 
 
+PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
+PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+
+
+def _opt_int(text: str | None) -> int | None:
+    return int(text) if text else None
+
+
 def _int32(v: int) -> int:
     v &= _MASK32
     return v - (1 << 32) if v & 0x80000000 else v
@@ -87,6 +96,34 @@ class Message:
     @delay_level.setter
     def delay_level(self, level: int) -> None:
         self.properties[PROPERTY_DELAY] = str(level)
+
+    # Timer messages (RocketMQ 5.x): delivered at an absolute time or after a delay, to the broker's timerPrecisionMs.
+    @property
+    def deliver_time_ms(self) -> int | None:
+        """Epoch milliseconds to deliver at (TIMER_DELIVER_MS), as Java 5.x's setDeliverTimeMs."""
+        return _opt_int(self.properties.get(PROPERTY_TIMER_DELIVER_MS))
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, ms: int) -> None:
+        self.properties[PROPERTY_TIMER_DELIVER_MS] = str(int(ms))
+
+    @property
+    def delay_time_ms(self) -> int | None:
+        """Milliseconds from the broker's receipt (TIMER_DELAY_MS), as setDelayTimeMs."""
+        return _opt_int(self.properties.get(PROPERTY_TIMER_DELAY_MS))
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, ms: int) -> None:
+        self.properties[PROPERTY_TIMER_DELAY_MS] = str(int(ms))
+
+    @property
+    def delay_time_sec(self) -> int | None:
+        """Seconds from the broker's receipt (TIMER_DELAY_SEC), as setDelayTimeSec."""
+        return _opt_int(self.properties.get(PROPERTY_TIMER_DELAY_SEC))
+
+    @delay_time_sec.setter
+    def delay_time_sec(self, sec: int) -> None:
+        self.properties[PROPERTY_TIMER_DELAY_SEC] = str(int(sec))
 
     @property
     def uniq_key(self) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import is_system_topic, mq_map, ok, system_topics, topic_remark
 from rmqtx.broker.processors.admin_headers import GetTopicConfigRequestHeader
+from rmqtx.broker.timer import TIMER_TOPIC
 from rmqtx.broker.topics import SCHEDULE_TOPIC, TopicConfig
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap, JavaSet
@@ -121,7 +122,7 @@ class TopicAdminProcessor:
     def clean_unused_topic(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         """Drop consume queues of topics the topic table no longer has (Java's cleanUnusedTopic)."""
         stored = set(self.ctx.store.topics_and_queues())
-        unused = {t for t in stored if t not in self.ctx.topics.table and t != SCHEDULE_TOPIC}
+        unused = {t for t in stored if t not in self.ctx.topics.table and t not in (SCHEDULE_TOPIC, TIMER_TOPIC)}
         self.ctx.store.delete_topics(unused)
         return ok(request)
 
@@ -131,7 +132,7 @@ class TopicAdminProcessor:
         min_phy = store.min_phy_offset
         expired = set()
         for topic, queues in store.topics_and_queues().items():
-            if topic == SCHEDULE_TOPIC:
+            if topic in (SCHEDULE_TOPIC, TIMER_TOPIC):
                 continue
             lasts = [store.get_commit_log_offset_in_queue(topic, q, store.get_max_offset_in_queue(topic, q) - 1) for q in queues]
             if lasts and all(store.get_max_offset_in_queue(topic, q) > 0 for q in queues) and max(lasts) < min_phy:

@@ -6,6 +6,7 @@ import random
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.ha.role import disk_util, wait_for_replica
+from rmqtx.broker.timer import REQUEST_KEYS, TIMER_TOPIC
 from rmqtx.broker.topics import (
     DLQ_PREFIX,
     PERM_READ,
@@ -32,7 +33,7 @@ from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
 
 #: Topics clients may not send to directly.
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC"})
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC", TIMER_TOPIC})
 
 TRANSACTION_MASK = 0xC
 
@@ -156,9 +157,13 @@ class SendProcessor:
             topic, queue_id = self.ctx.transactions.prepare(topic, queue_id, props)
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
         elif not is_batch:
+            if (_T_DELIVER in props or _T_DELAY_SEC in props or _T_DELAY_MS in props) and self.ctx.timer is not None:
+                topic, queue_id, refusal = self.ctx.timer.redirect(topic, queue_id, props, sys_flag)
+                if refusal is not None:
+                    return request.make_response(refusal.code, refusal.remark)
             if PROPERTY_DELAY in props:
                 topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
-            if topic != SCHEDULE_TOPIC:
+            if topic != SCHEDULE_TOPIC and topic != TIMER_TOPIC:
                 props.pop(PROPERTY_WAIT, None)  # stored without WAIT; halves and delayed copies keep it, as in Java
         born_host = conn.attributes.get(_BORN_HOST) or _born_host(conn)
         store = self.ctx.store
@@ -255,6 +260,7 @@ def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
 
 
 _BORN_HOST = "send.born_host"
+_T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
 

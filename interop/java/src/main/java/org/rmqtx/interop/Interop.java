@@ -210,7 +210,32 @@ public final class Interop {
         if (delay != null) {
             msg.setDelayTimeLevel(((Number) delay).intValue());
         }
+        Map<String, Object> timer = (Map<String, Object>) spec.get("timer");
+        if (timer != null) {
+            setTimer(msg, timer);
+        }
         return msg;
+    }
+
+    /** A timer spec through the 5.x Message setters, found by reflection so the program still builds against 4.9.8. */
+    static void setTimer(Message msg, Map<String, Object> timer) {
+        for (Map.Entry<String, Object> e : timer.entrySet()) {
+            long value = ((Number) e.getValue()).longValue();
+            String setter;
+            if ("delay_ms".equals(e.getKey())) {
+                setter = "setDelayTimeMs";
+            } else if ("delay_sec".equals(e.getKey())) {
+                setter = "setDelayTimeSec";
+            } else {
+                setter = "setDeliverTimeMs";
+                value += System.currentTimeMillis();
+            }
+            try {
+                Message.class.getMethod(setter, long.class).invoke(msg, value);
+            } catch (ReflectiveOperationException ex) {
+                throw new IllegalStateException("this client has no Message." + setter + "(long)", ex);
+            }
+        }
     }
 
     static void sent(Map<String, Object> spec, double at, SendResult result) {
@@ -446,6 +471,8 @@ public final class Interop {
             orderly();
         } else if ("delay".equals(op)) {
             delay();
+        } else if ("timer".equals(op)) {
+            timer();
         } else if ("retry".equals(op)) {
             retry();
         } else if ("dlq".equals(op)) {
@@ -554,6 +581,27 @@ public final class Interop {
         double longest = 0;
         for (Map<String, Object> spec : specs("messages")) {
             longest = Math.max(longest, level(((Number) spec.get("delay")).intValue()));
+        }
+        final List<String> want = bodies("messages");
+        until(() -> members.has(want, null, 0), num("wait") + longest);
+        members.stop();
+        producer.shutdown();
+    }
+
+    private void timer() throws Exception {
+        final Members members = new Members();
+        members.start();
+        settle(members, false);
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        double longest = 0;
+        for (Map<String, Object> spec : specs("messages")) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> timer = (Map<String, Object>) spec.get("timer");
+            for (Map.Entry<String, Object> e : timer.entrySet()) {
+                double v = ((Number) e.getValue()).doubleValue();
+                longest = Math.max(longest, "delay_sec".equals(e.getKey()) ? v : v / 1000);
+            }
         }
         final List<String> want = bodies("messages");
         until(() -> members.has(want, null, 0), num("wait") + longest);

@@ -1,0 +1,439 @@
+"""Timer messages (RocketMQ 5.x): any delivery time, kept in ``rmq_sys_wheel_timer`` and a timer wheel.
+
+The send path moves a message with TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS to the timer
+topic (TIMER_OUT_MS, REAL_TOPIC, REAL_QID added). An enqueue step reads that topic in order and links
+each message into the wheel slot of its due time (a unit in the timer log); a dequeue step reads
+slots as their time passes and puts each message back on its real topic. Due times further away than
+the roll window park in a nearer slot and go round again through the timer topic (TIMER_ROLL_TIMES).
+All of it runs on the reactor in bounded batches; only syncing the files to disk runs in a thread.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Callable, NamedTuple
+
+from twisted.internet import defer, task, threads
+from twisted.logger import Logger
+
+from rmqtx.broker.reput import copy_of, delay_level
+from rmqtx.common.javacompat import java_string_hash
+from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties
+from rmqtx.remoting.codes import ResponseCode
+from rmqtx.store.record import RecordError, decode_record
+from rmqtx.store.results import PutStatus
+from rmqtx.store.timer import (
+    BLANK_SLOTS, MAGIC_DEFAULT, MAGIC_ROLL, SLOTS_TOTAL, UNIT, TimerConfig, TimerFiles,
+)
+
+log = Logger(namespace="rmqtx.broker.timer")
+
+TIMER_TOPIC = "rmq_sys_wheel_timer"
+TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+TIMER_DELAY_MS = "TIMER_DELAY_MS"
+TIMER_OUT_MS = "TIMER_OUT_MS"
+TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
+TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
+REQUEST_KEYS = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
+NEVER_ENQUEUED = str(2**63 - 1)  # Java's Long.MAX_VALUE: delivered without passing through the wheel
+TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
+#: Work done per reactor turn before yielding.
+ENQUEUE_BATCH = 256
+DEQUEUE_UNITS = 512
+EMPTY_SLOTS = 4096
+#: Java checks every 30 s for timer log files that only name deleted messages.
+CLEAN_INTERVAL_S = 30.0
+_LONG = re.compile(r"[+-]?[0-9]+\Z")
+
+
+class Refusal(NamedTuple):
+    code: int
+    remark: str
+
+
+def _java_long(text: str | None) -> int:
+    """Long.parseLong: digits with an optional sign, nothing else."""
+    if text is None or not _LONG.match(text):
+        raise ValueError(text)
+    value = int(text)
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(text)
+    return value
+
+
+def is_timer_request(props: dict[str, str]) -> bool:
+    return TIMER_DELIVER_MS in props or TIMER_DELAY_SEC in props or TIMER_DELAY_MS in props
+
+
+class TimerMessageService:
+    """The timer wheel of one broker: send-path redirect, enqueue, dequeue, flush, recovery."""
+
+    def __init__(self, store, root: str, cfg: TimerConfig, clock: Callable[[], float] = time.time, reactor=None) -> None:
+        self.store = store
+        self.root = root
+        self.cfg = cfg
+        self.clock = clock
+        self.reactor = reactor
+        self.precision = cfg.timerPrecisionMs
+        self.files: TimerFiles | None = None
+        self.queue_offset = 0
+        self.read_ms = 0
+        self._loops: list[task.LoopingCall] = []
+        self._enqueue_call = None
+        self._syncing = False
+        self._sync_d = None
+        self._dirty = True
+        self._slot_chain: tuple[tuple[int, int, int], list[tuple]] | None = None
+        self._running = False
+
+    # -- send path ----------------------------------------------------------------------------
+    def redirect(self, topic: str, queue_id: int, props: dict[str, str], sys_flag: int) -> tuple[str, int, Refusal | None]:
+        """Where a message with timer properties is stored (Java 5.x's handleScheduleMessage); ``props`` changes in place."""
+        if (sys_flag & TRANSACTION_MASK) not in (0, TRANSACTION_COMMIT) or topic == TIMER_TOPIC:
+            return topic, queue_id, None
+        if delay_level(props) > 0:  # a delay level wins; the timer keys go
+            for key in REQUEST_KEYS:
+                props.pop(key, None)
+            return topic, queue_id, None
+        if TIMER_OUT_MS in props or not is_timer_request(props):
+            return topic, queue_id, None
+        if not self.cfg.timerWheelEnable:
+            return topic, queue_id, Refusal(
+                ResponseCode.SYSTEM_ERROR, "accurate timer message is not enabled, timerWheelEnable is false")
+        now = int(self.clock() * 1000)
+        try:
+            if TIMER_DELAY_SEC in props:
+                deliver = now + _java_long(props[TIMER_DELAY_SEC]) * 1000
+            elif TIMER_DELAY_MS in props:
+                deliver = now + _java_long(props[TIMER_DELAY_MS])
+            else:
+                deliver = _java_long(props[TIMER_DELIVER_MS])
+        except ValueError:
+            return topic, queue_id, self._illegal()
+        if deliver <= now:
+            if TIMER_DEL_UNIQKEY in props:
+                return topic, queue_id, self._illegal()
+            return topic, queue_id, None  # already due: stored on its topic as it is
+        if deliver - now > self.cfg.timerMaxDelaySec * 1000:
+            return topic, queue_id, self._illegal()
+        p = self.precision
+        deliver = deliver - p if deliver % p == 0 else deliver // p * p
+        props[TIMER_OUT_MS] = str(deliver)
+        props[PROPERTY_REAL_TOPIC] = topic
+        props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
+        if self._running:
+            self._schedule_enqueue()  # runs after the caller has stored it, in this reactor turn
+        return TIMER_TOPIC, 0, None
+
+    def _illegal(self) -> Refusal:
+        return Refusal(
+            ResponseCode.MESSAGE_ILLEGAL,
+            f"timer message illegal, the delay time should not be bigger than the max delay {self.cfg.timerMaxDelaySec * 1000}ms; "
+            "or if set del msg, the delay time should be bigger than the current time",
+        )
+
+    # -- life ---------------------------------------------------------------------------------
+    def _floor(self, ms: int) -> int:
+        return ms // self.precision * self.precision
+
+    def load(self) -> None:
+        """Open the files, re-link timer log units written after the last sync, find where to go on (blocking, at start)."""
+        files = self.files = TimerFiles(self.root, self.cfg, self.store._allocator)
+        files.load()
+        check = files.check
+        now = self._floor(int(self.clock() * 1000))
+        if check.last_read_time_ms == 0:  # a new checkpoint: nothing was ever read
+            check.set(last_read_time_ms=now)
+        last_unit = None
+        start = max(0, check.last_flush_pos - self.cfg.mappedFileSizeTimerLog)
+        for pos, unit in files.log.recover(start):
+            files.wheel.revise(unit[3] + unit[4], pos)
+            last_unit = unit
+        self.queue_offset = check.last_queue_offset
+        if last_unit is not None:  # units enqueued after the checkpoint last moved
+            raw = self.store.look_message_by_offset(last_unit[5])
+            try:
+                rec = decode_record(raw) if raw else None
+            except RecordError:
+                rec = None
+            if rec is not None and rec.topic == TIMER_TOPIC and rec.queue_offset + 1 > self.queue_offset:
+                self.queue_offset = rec.queue_offset + 1
+        self.queue_offset = max(self.queue_offset, self.store.get_min_offset_in_queue(TIMER_TOPIC, 0))
+        self.queue_offset = min(self.queue_offset, max(0, self.store.get_max_offset_in_queue(TIMER_TOPIC, 0)))
+        oldest = now - SLOTS_TOTAL * self.precision + BLANK_SLOTS * self.precision
+        self.read_ms = max(check.last_read_time_ms, oldest)
+        if self.read_ms != check.last_read_time_ms:
+            check.set(last_read_time_ms=self.read_ms, slot_done=0)
+        check.set(last_queue_offset=self.queue_offset, master_queue_offset=self.queue_offset)
+        log.info("timer wheel loaded: read time {read}, timer queue offset {offset}, timer log at {pos}",
+                 read=self.read_ms, offset=self.queue_offset, pos=files.log.write_pos)
+
+    def start(self) -> None:
+        if self.reactor is None:
+            from twisted.internet import reactor
+
+            self.reactor = reactor
+        self._running = True
+        for fn, seconds in ((self._dequeue, max(0.005, self.precision / 10000)), (self._enqueue, 0.1),
+                            (self._sync, self.cfg.timerFlushIntervalMs / 1000), (self._clean, CLEAN_INTERVAL_S)):
+            loop = task.LoopingCall(fn)
+            loop.clock = self.reactor
+            loop.start(seconds, now=False)
+            self._loops.append(loop)
+        self._schedule_enqueue()
+
+    def stop(self) -> None:
+        self._running = False
+        for loop in self._loops:
+            if loop.running:
+                loop.stop()
+        self._loops = []
+        if self._enqueue_call is not None and self._enqueue_call.active():
+            self._enqueue_call.cancel()
+        self._enqueue_call = None
+
+    def shutdown(self) -> None:
+        """Blocking final sync and close (broker shutdown, before the store closes)."""
+        self.stop()
+        files = self.files
+        if files is None:
+            return
+        files.check.set(last_flush_pos=files.log.write_pos)
+        files.sync(files.metrics.encode())
+        files.close()
+        self.files = None
+
+    # -- enqueue ------------------------------------------------------------------------------
+    def _schedule_enqueue(self) -> None:
+        if self._enqueue_call is None or not self._enqueue_call.active():
+            self._enqueue_call = self.reactor.callLater(0, self._enqueue)
+
+    def _enqueue(self) -> None:
+        """Link the next messages of the timer topic into the wheel (or deliver them when already due)."""
+        files = self.files
+        if files is None or not self._running or self.cfg.timerStopEnqueue:
+            return
+        store = self.store
+        done = 0
+        offset = max(self.queue_offset, store.get_min_offset_in_queue(TIMER_TOPIC, 0))
+        max_offset = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
+        while offset < max_offset and done < ENQUEUE_BATCH:
+            if not files.log.ready():
+                return  # the next timer log file is being made in a thread; the loop comes back
+            result = store.get_message(TIMER_TOPIC, 0, offset, 32)
+            if not result.messages:
+                if result.next_begin_offset <= offset:
+                    break
+                offset = result.next_begin_offset
+                continue
+            for raw, unit_offset in zip(result.messages, result.queue_offsets):
+                if not self._enqueue_one(raw):
+                    self._moved(unit_offset)
+                    return  # the real topic refused a due message: try again later
+                offset = unit_offset + 1
+                self._moved(offset)
+                done += 1
+                if not files.log.ready():
+                    return
+        self._moved(offset)
+        if offset < max_offset:
+            self._schedule_enqueue()
+
+    def _moved(self, offset: int) -> None:
+        if offset != self.queue_offset and self.files is not None:
+            self.queue_offset = offset
+            self._dirty = True
+            self.files.check.set(last_queue_offset=offset, master_queue_offset=offset)
+
+    def _enqueue_one(self, raw: bytes) -> bool:
+        """False only when a due message could not be put (it stays next in line)."""
+        try:
+            rec = decode_record(raw)
+            props = parse_properties(rec.properties)
+            due = _java_long(props.get(TIMER_OUT_MS))
+        except (RecordError, ValueError) as exc:
+            log.error("timer topic: skipping a record without a usable TIMER_OUT_MS: {why}", why=exc)
+            return True
+        now = int(self.clock() * 1000)
+        write_ms = self._floor(now)
+        if due < write_ms:
+            return self._deliver(rec, props, NEVER_ENQUEUED, roll=False, now=now)
+        window = self.cfg.roll_window_slots
+        p = self.precision
+        magic = MAGIC_DEFAULT
+        slot_ms = due
+        if due - write_ms >= window * p:
+            magic |= MAGIC_ROLL
+            slot_ms = write_ms + (window // 2 if due - write_ms - window * p < window // 3 * p else window) * p
+        files = self.files
+        assert files is not None
+        _, first, last, num, slot_magic = files.wheel.get(slot_ms)
+        real_topic = props.get(PROPERTY_REAL_TOPIC, "")
+        unit = UNIT.pack(UNIT.size, last, magic, write_ms, slot_ms - write_ms, rec.physical_offset, rec.total_size,
+                         java_string_hash(real_topic), 0)
+        pos = files.log.append(unit)
+        files.wheel.put(slot_ms, first if first != -1 else pos, pos, num + 1, slot_magic)
+        files.metrics.add(real_topic, 1)
+        return True
+
+    # -- dequeue ------------------------------------------------------------------------------
+    def _dequeue(self) -> None:
+        """Deliver every slot whose time has passed, a bounded amount per call."""
+        files = self.files
+        if files is None or not self._running or self.cfg.timerStopDequeue:
+            return
+        now = int(self.clock() * 1000)
+        write_ms = self._floor(now)
+        check = files.check
+        units = slots = 0
+        while self.read_ms < write_ms and units < DEQUEUE_UNITS and slots < EMPTY_SLOTS:
+            slot_ms, first, last, num, _ = files.wheel.get(self.read_ms)
+            slots += 1
+            if slot_ms != -1:
+                cached = self._slot_chain
+                if cached is not None and cached[0] == (self.read_ms, first, last):
+                    chain = cached[1]  # a large slot delivered over several calls is read once
+                else:
+                    chain = self._chain(first, last)
+                    self._slot_chain = ((self.read_ms, first, last), chain)
+                start = check.slot_done if check.last_read_time_ms == self.read_ms else 0
+                for i in range(start, len(chain)):
+                    if units >= DEQUEUE_UNITS:
+                        return  # the rest of this slot on the next call
+                    if not self._deliver_unit(chain[i], now):
+                        return
+                    units += 1
+                    check.set(last_read_time_ms=self.read_ms, slot_done=i + 1)
+            self.read_ms += self.precision
+            self._slot_chain = None
+            check.set(last_read_time_ms=self.read_ms, slot_done=0)
+        if self.read_ms < write_ms:
+            self.reactor.callLater(0, self._dequeue)
+
+    def _chain(self, first: int, last: int) -> list[tuple]:
+        """The slot's units in the order they were linked."""
+        assert self.files is not None
+        chain = []
+        pos = last
+        while pos >= 0 and pos >= first and len(chain) < 10_000_000:
+            unit = self.files.log.unit(pos)
+            if unit is None:
+                break
+            chain.append(unit)
+            if unit[1] >= pos:
+                break
+            pos = unit[1]
+        chain.reverse()
+        return chain
+
+    def _deliver_unit(self, unit: tuple, now: int) -> bool:
+        _, _, magic, enqueue_ms, _, offset_py, size_py, _, _ = unit
+        raw = self.store.look_message_by_offset(offset_py)
+        try:
+            rec = decode_record(raw) if raw is not None and len(raw) == size_py else None
+        except RecordError:
+            rec = None
+        if rec is None:
+            log.warn("timer log unit names commit log offset {offset} which holds no message; skipped", offset=offset_py)
+            return True
+        props = parse_properties(rec.properties)
+        roll = bool(magic & MAGIC_ROLL)
+        real_topic = props.get(PROPERTY_REAL_TOPIC, "")
+        ok = self._deliver(rec, props, str(enqueue_ms), roll, now)
+        if ok and self.files is not None:  # a rolled one counts again when it is linked again
+            self.files.metrics.add(real_topic, -1)
+        return ok
+
+    def _deliver(self, rec, props: dict[str, str], enqueue_ms: str, roll: bool, now: int) -> bool:
+        """Put the copy on its real topic (or, rolling, back on the timer topic); False to retry later."""
+        props[TIMER_ENQUEUE_MS] = enqueue_ms
+        if roll:
+            props[TIMER_ROLL_TIMES] = str(int(props.get(TIMER_ROLL_TIMES, "0") or 0) + 1)
+        props[TIMER_DEQUEUE_MS] = str(now)
+        if roll:
+            topic, queue_id = rec.topic, rec.queue_id
+        else:
+            topic = props.pop(PROPERTY_REAL_TOPIC, "")
+            queue_text = props.pop(PROPERTY_REAL_QUEUE_ID, "")
+            if not topic or not queue_text.lstrip("-").isdigit():
+                log.error("timer message at {offset} names no real topic/queue; dropped", offset=rec.physical_offset)
+                return True
+            queue_id = int(queue_text)
+        result = self.store.append_message(copy_of(rec, topic, queue_id, props))
+        self._dirty = True
+        if result.status is PutStatus.PUT_OK:
+            if roll:
+                self._schedule_enqueue()
+            return True
+        if result.status in (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED):
+            log.error("timer message at {offset} refused by the store ({status}); dropped",
+                      offset=rec.physical_offset, status=result.status.name)
+            return True
+        return False
+
+    # -- flush --------------------------------------------------------------------------------
+    def _sync(self) -> None:
+        """Every timerFlushIntervalMs: the files to disk in a thread, then the checkpoint says how far that reached."""
+        files = self.files
+        if files is None or self._syncing or not self._dirty:
+            return  # a moving read time alone is not worth a sync: after a crash it re-reads empty slots
+        self._dirty = False
+        self._syncing = True
+        pos = files.log.write_pos
+
+        def done(_):
+            self._syncing = False
+            if self.files is files:
+                files.check.set(last_flush_pos=pos)
+
+        def failed(f):
+            self._syncing = False
+            self._dirty = True
+            log.failure("timer files sync failed", f)
+
+        d = self._sync_d = threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), files.sync,
+                                                     files.metrics.encode())
+        d.addCallbacks(done, failed)
+
+    async def drain(self) -> None:
+        """Stop the loops and wait for a sync in flight (before :meth:`shutdown`)."""
+        self.stop()
+        while self._syncing and self._sync_d is not None:
+            d, waiter = self._sync_d, defer.Deferred()
+            d.addBoth(lambda r: (waiter.callback(None), r)[1])
+            await waiter
+
+    # -- clean ------------------------------------------------------------------------------
+    def _clean(self) -> None:
+        """Drop whole timer log files whose every unit names a message the commit log no longer holds."""
+        files = self.files
+        if files is None:
+            return
+        min_phy = self.store.min_phy_offset
+        count = 0
+        for mf in files.log.queue.files[:-1]:
+            unit = files.log.last_unit_of(mf)
+            if unit is None or unit[5] >= min_phy:
+                break
+            count += 1
+        if count:
+            log.info("timer log: dropping {n} file(s) below commit log offset {offset}", n=count, offset=min_phy)
+            files.log.queue.remove_first(count)
+
+    # -- views --------------------------------------------------------------------------------
+    def waiting(self) -> int:
+        """Timer messages not delivered yet (linked in the wheel or still in the timer topic)."""
+        files = self.files
+        return sum(c for c, _ in files.metrics.counts.values()) if files else 0
+
+
+def timer_config(props: dict[str, str]) -> TimerConfig:
+    return TimerConfig.from_properties(props)
+
+
+__all__ = ["TimerMessageService", "TIMER_TOPIC", "Refusal", "is_timer_request", "timer_config"]
