@@ -213,10 +213,12 @@ func opTransaction(ctx context.Context, p *Params) error {
 		return err
 	}
 	defer members.stop()
-	prod, err := producer.NewTransactionProducer(&txListener{specs, seconds(p.Hold)},
+	opts := append([]producer.Option{
 		producer.WithGroupName(p.ProducerGroup),
 		producer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
-		producer.WithRetry(2))
+		producer.WithRetry(2),
+	}, p.producerOpts()...)
+	prod, err := producer.NewTransactionProducer(&txListener{specs, seconds(p.Hold)}, opts...)
 	if err != nil {
 		return err
 	}
@@ -252,7 +254,7 @@ func opTransaction(ctx context.Context, p *Params) error {
 
 // opAdminTopic: the Go admin API creates a topic on a broker address it is given, then lists topics.
 func opAdminTopic(ctx context.Context, p *Params) error {
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(p.namesrvs())))
+	adm, err := admin.NewAdmin(p.adminOpts()...)
 	if err != nil {
 		return err
 	}
