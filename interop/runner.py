@@ -171,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     leaks = broker_log_findings(mode, log)
     if args.log_dir:
         (args.log_dir / "matrix.md").write_text(table + "\n")
+        if server is not None:
+            (args.log_dir / "broker.log").write_text(log)
     for leak in leaks:
         print(leak, file=sys.stderr, flush=True)
     print(table, flush=True)

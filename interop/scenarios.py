@@ -568,18 +568,19 @@ def refused_build(prefix: str, acl: dict | None, refusal: str | None) -> Callabl
     """op ``refused_send``: a producer with the given ``acl`` keys (null: none) sends each spec once,
     synchronously and without retries, and starts no consumer; each send gives a ``sent`` event or a
     ``refused`` event (``body``, ``error``: the exception's text, with the broker's remark when the client
-    passes it on). The broker must refuse every send with ``refusal`` in that text, and store nothing.
+    passes it on). The broker must refuse every send with ``refusal`` in that text (``{topic}`` stands
+    for the cell's topic), and store nothing.
     """
 
     def build(ctx: Context) -> dict:
-        return {"messages": messages(prefix, 2), "acl": acl, "expect": "refused", "refusal": refusal, "wait": 10.0}
+        return {"messages": messages(prefix, 2), "acl": acl, "outcome": "refused", "refusal": refusal, "wait": 10.0}
 
     return build
 
 
 def refused_check(events: Events, params: dict, probe: Probe) -> str | None:
-    """Every send refused (with Java's remark when one is expected) and nothing stored; or, with
-    ``expect`` "stored", every send accepted and stored."""
+    """``outcome`` "refused": every send refused (with Java's remark when one is expected), nothing
+    stored; "stored": every send accepted and stored."""
     reason = errors(events)
     if reason:
         return reason
@@ -587,7 +588,7 @@ def refused_check(events: Events, params: dict, probe: Probe) -> str | None:
     refused = {e["body"]: e.get("error") or "" for e in events if e["kind"] == "refused"}
     stored = probe.stored_count(params["topic"])
     n = len(params["messages"])
-    if params["expect"] == "stored":
+    if params["outcome"] == "stored":
         if refused:
             body, error = next(iter(refused.items()))
             return f"{body} refused: {error}"
@@ -614,7 +615,7 @@ def no_permission_build(ctx: Context) -> dict:
 
 def plain_client_build(ctx: Context) -> dict:
     """A client without TLS: turned away by an enforcing broker (any error), served by a permissive one."""
-    return {"messages": messages("plain", 2), "tls": False, "expect": "refused" if ctx.mode == "tls" else "stored",
+    return {"messages": messages("plain", 1), "tls": False, "outcome": "refused" if ctx.mode == "tls" else "stored",
             "refusal": None, "wait": 10.0}
 
 

@@ -40,7 +40,7 @@ class Standalone:
         self.namesrv = f"127.0.0.1:{free_port()}"
         self.broker = f"127.0.0.1:{free_port()}"
         conf = {"brokerName": "broker-a", "flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
-                **MATRIX_CONF, **mode.server_conf(self.root)}
+                "haListenPort": str(free_port()), **MATRIX_CONF, **mode.server_conf(self.root)}
         self.conf_path = self.root / "broker.conf"
         self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         self.log_path = self.root / "twistd.log"

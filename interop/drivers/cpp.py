@@ -25,6 +25,9 @@ DLQ_BUDGET = 150.0  # seconds the DLQ cell may spend on 16 retries
 #: 30 s): it asks before its first heartbeat has made the broker create that topic, so a retry cell waits
 #: one full period more than the delay levels alone need.
 ROUTE_REFRESH_S = 30.0
+#: A send whose route lookup meets a name server that closes every plain connection (TLS enforcing)
+#: fails only after the client's own retries, about 60 s.
+PLAIN_REFUSED_S = 60.0
 NO_API = "PyPI rocketmq 0.4.4 (C API of rocketmq-client-cpp) has no {}"
 NO_TLS = NO_API.format("TLS (librocketmq 2.0 is built without SSL and its C API has no TLS switch)")
 
@@ -38,6 +41,8 @@ class CppDriver(Driver):
         "lite_pull": NO_API.format("lite pull consumer: its pull API reads whole queues, no assign/seek/commit"),
     }
 
+    drops_remarks = "the C++ client answers a refused send with its own 'No route info of this topic' exception"
+
     def prepare(self) -> str | None:
         return None if importlib.util.find_spec("rocketmq") else "PyPI rocketmq (the C++ client) is not installed"
 
@@ -45,6 +50,8 @@ class CppDriver(Driver):
         """The DLQ comes after the client's fixed 16 retries: feasible only with short delay levels."""
         if params.get("tls"):
             return NO_TLS
+        if params.get("outcome") == "refused" and params.get("tls") is False:
+            params["wait"] += PLAIN_REFUSED_S
         if scenario.key in ("dlq", "dlq_consume"):
             retries = sum(ctx.levels[2:2 + MAX_RECONSUME])
             if retries > DLQ_BUDGET:

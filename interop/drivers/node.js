@@ -117,7 +117,13 @@ class Members {
 const ops = {
   // One send per spec, no retries, no consumer: each answer is a "sent" or a "refused" event.
   async refused_send(p) {
-    const prod = await producer(p, { retryTimesWhenSendFailed: 0 });
+    let prod;
+    try {
+      prod = await producer(p, { retryTimesWhenSendFailed: 0 });
+    } catch (err) { // its start registers with the broker: a refusal can come here already
+      for (const spec of p.messages) emit('refused', { body: spec.body, error: String(err && err.message || err) });
+      return;
+    }
     for (const spec of p.messages) {
       const at = Date.now() / 1000;
       try {
@@ -126,7 +132,7 @@ const ops = {
         emit('refused', { body: spec.body, error: String(err && err.message || err) });
       }
     }
-    await prod.close();
+    await prod.close().catch(() => {}); // unregistering is refused too with wrong keys
   },
 
   async send(p) {

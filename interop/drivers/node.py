@@ -24,6 +24,8 @@ class NodeDriver(Driver):
         "lite_pull": NO_API.format("lite pull consumer (assign/seek/commit)"),
     }
 
+    drops_remarks = "ali-ons 3.12 answers a refused send with its own 'Send [n] times, still failed' error"
+
     def prepare(self) -> str | None:
         if not shutil.which("node"):
             return "node is not on PATH"

@@ -259,6 +259,13 @@ func opAdminTopic(ctx context.Context, p *Params) error {
 		return err
 	}
 	defer adm.Close()
+	if p.ACL != nil {
+		// The admin API registers its ACL signer only in GetAllSubscriptionGroup (RegisterACL); until then
+		// CreateTopic goes out unsigned. Calling it first is how a Go admin reaches an ACL broker.
+		if _, err := adm.GetAllSubscriptionGroup(ctx, p.Broker, 5*time.Second); err != nil {
+			return fmt.Errorf("subscription groups (signs the admin's requests): %w", err)
+		}
+	}
 	err = adm.CreateTopic(ctx, admin.WithTopicCreate(p.Topic), admin.WithBrokerAddrCreate(p.Broker),
 		admin.WithReadQueueNums(4), admin.WithWriteQueueNums(4))
 	if err != nil {

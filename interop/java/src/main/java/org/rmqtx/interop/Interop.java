@@ -662,7 +662,11 @@ public final class Interop {
             try {
                 sent(spec, at, producer.send(message(spec)));
             } catch (Exception e) {
-                emit("refused", "body", spec.get("body"), "error", e.getClass().getSimpleName() + ": " + e.getMessage());
+                StringBuilder error = new StringBuilder();
+                for (Throwable t = e; t != null; t = t.getCause()) { // the broker's remark is in a cause
+                    error.append(error.length() == 0 ? "" : " <- ").append(t.getClass().getSimpleName()).append(": ").append(t.getMessage());
+                }
+                emit("refused", "body", spec.get("body"), "error", error.toString());
             }
         }
         producer.shutdown();
