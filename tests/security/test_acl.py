@@ -282,3 +282,32 @@ class JavaMqadminAclTest(AclCase):
         finally:
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(stranger, ignore_errors=True)
+
+
+class QueryFlagAclTest(AclCase):
+    """QUERY_MESSAGE carries _UNIQUE_KEY_QUERY beside its header; 4.9.8's check leaves it out of the signature."""
+
+    def query(self) -> RemotingCommand:
+        fields = {"topic": "TopicA", "key": "k1", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**63 - 1,
+                  "_UNIQUE_KEY_QUERY": "false"}
+        return RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields)
+
+    def test_signed_without_the_flag_passes(self) -> None:
+        """rmqtx's client (and signer) leave the flag out, as the broker does."""
+        from rmqtx.acl.signing import sign_request
+
+        request = self.query()
+        sign_request(request, USER, USER_SK)
+        resp = raw_call(self.server.broker, request)
+        self.assertEqual(resp.code, ResponseCode.QUERY_NOT_FOUND, resp.remark)
+
+    def test_signed_with_the_flag_is_refused_as_java_refuses_it(self) -> None:
+        """Apache 4.9.8's Java hook signs every ext field, the flag too: its broker refuses that, and so does rmqtx."""
+        from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, signature, signed_content
+
+        request = self.query()
+        request.ext_fields[ACCESS_KEY] = USER
+        request.ext_fields[SIGNATURE] = signature(signed_content(request.ext_fields, request.body), USER_SK)
+        resp = raw_call(self.server.broker, request)
+        self.assertEqual(resp.code, ResponseCode.SYSTEM_ERROR)
+        self.assertTrue(resp.remark.startswith(ACL_EXC + f"Check signature failed for accessKey={USER}"), resp.remark)
