@@ -97,7 +97,8 @@ class Members:
         self.home = tempfile.mkdtemp(prefix="offsets-")
         group, topic = group or p["group"], topic or p["topic"]
         for i in range(base, base + count):
-            consumer = PushConsumer(group, config=config(p, instance_name=f"{group}-{i}"), listener=self._listener(i, p, orderly, fail), orderly=orderly,
+            consumer = PushConsumer(group, config=config(p, instance_name=f"{group}-{i}"),
+                                    listener=self._listener(i, p, orderly, fail), orderly=orderly,
                                     message_model=model, consume_from="CONSUME_FROM_FIRST_OFFSET",
                                     max_reconsume_times=max_reconsume, offset_store_dir=self.home)
             consumer.subscribe(topic, p.get("expression", "*"), p.get("expression_type", "TAG"))
