@@ -179,13 +179,15 @@ class AclFileTest(AclCase):
             time.sleep(0.1)
         else:
             self.fail("plain_acl.yml change never took effect")
-        path.write_text("accounts: [ {accessKey: broken")  # a broken file keeps the last good table
+        path.write_text('accounts:\n- accessKey: Broken1234\n  secretKey: "broken-secret-7\n')  # keeps the last good table
         deadline = time.time() + 5
         while time.time() < deadline and "ACL reload of" not in self.server.log():
             time.sleep(0.1)
         self.assertIn("ACL reload of", self.server.log())
         attempt = signed(RequestCode.GET_ALL_TOPIC_CONFIG, {}, ak="Newcomer12", sk="newcomer-secret")
         self.assertEqual(raw_call(self.server.broker, attempt).code, ResponseCode.SUCCESS)
+        self.assertIn("plain_acl.yml is not valid YAML at line", self.server.log())
+        self.assertNotIn("broken-secret-7", self.server.log())  # the YAML error's quote of the line stays out
 
     def test_admin_codes_rewrite_the_file(self) -> None:
         b = self.server.broker
