@@ -46,6 +46,21 @@ class JavaBuild:
 
 
 def maven_classpath(profile: str | None) -> tuple[str | None, str]:
+    """The classpath Maven gave for this pom and profile before (while its jars are all there), else ask Maven."""
+    pom = (JAVA_DIR / "pom.xml").read_bytes()
+    saved = cache_dir() / f"classpath-{profile or 'default'}-{hashlib.sha256(pom).hexdigest()[:16]}.txt"
+    if saved.exists():
+        classpath = saved.read_text().strip()
+        if classpath and all(Path(jar).exists() for jar in classpath.split(os.pathsep)):
+            return classpath, ""
+    classpath, why = _ask_maven(profile)
+    if classpath:
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        saved.write_text(classpath)
+    return classpath, why
+
+
+def _ask_maven(profile: str | None) -> tuple[str | None, str]:
     """``dependency:build-classpath`` offline first (a populated ~/.m2), then online: (classpath, why not)."""
     if not shutil.which("mvn"):
         return None, "mvn not on PATH"

@@ -1,12 +1,16 @@
 """Raw requests the runner makes itself: topic creation before a cell, the DLQ check, the broker's delay levels.
 
-These stand in for ``mqadmin`` so every client column starts from the same broker state.
+These stand in for ``mqadmin`` so every client column starts from the same broker state. With ACL
+on they are signed with an admin account's keys; with TLS on they go over TLS (no certificate check,
+as Java's client in its default test mode).
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import time
+from dataclasses import dataclass
 
 from rmqtx.common import fastjson
 from rmqtx.remoting.codes import RequestCode, ResponseCode
@@ -17,14 +21,35 @@ DEFAULT_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
-def call(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
+@dataclass(frozen=True)
+class Access:
+    """How the runner reaches the servers: ACL keys to sign with (or none) and whether to speak TLS."""
+
+    access_key: str | None = None
+    secret_key: str | None = None
+    tls: bool = False
+
+
+def call(addr: str, request: RemotingCommand, timeout: float = 5.0, access: Access = Access()) -> RemotingCommand:
     """One blocking request/response over a fresh socket."""
+    if access.access_key and access.secret_key:
+        from rmqtx.acl.signing import sign_request
+
+        sign_request(request, access.access_key, access.secret_key)
     host, port = addr.rsplit(":", 1)
-    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as sock:
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout) as raw:
+        sock = _tls_context().wrap_socket(raw) if access.tls else raw
         sock.sendall(encode_frame(request))
         data = _read(sock, 4)
         total = int.from_bytes(data, "big", signed=True)
         return decode_frame(data + _read(sock, total))
+
+
+def _tls_context() -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
@@ -45,13 +70,17 @@ def level_seconds(levels: str) -> list[float]:
 class Probe:
     """The broker and name server as ``mqadmin`` sees them."""
 
-    def __init__(self, namesrv: str, broker: str | None = None) -> None:
+    def __init__(self, namesrv: str, broker: str | None = None, access: Access = Access()) -> None:
         self.namesrv = namesrv.split(";")[0]
+        self.access = access
         self.broker = broker or self.master_addr()
+
+    def call(self, addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
+        return call(addr, request, timeout, self.access)
 
     def master_addr(self) -> str:
         """The first master the name server knows (GET_BROKER_CLUSTER_INFO)."""
-        resp = call(self.namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
+        resp = self.call(self.namesrv, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"cluster info: {resp.code} {resp.remark}")
         table = fastjson.loads(resp.body).get("brokerAddrTable") or {}
@@ -64,7 +93,7 @@ class Probe:
     def broker_config(self) -> dict[str, str]:
         """The broker's properties from GET_BROKER_CONFIG; empty when it does not answer."""
         try:
-            resp = call(self.broker, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG), 3)
+            resp = self.call(self.broker, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG), 3)
         except OSError:
             return {}
         if resp.code != ResponseCode.SUCCESS or not resp.body:
@@ -76,11 +105,11 @@ class Probe:
         """UPDATE_AND_CREATE_TOPIC, as ``mqadmin updateTopic`` sends it, then wait for the route."""
         fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
                   "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
-        resp = call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
+        resp = self.call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"create topic {topic}: {resp.code} {resp.remark}")
         for _ in range(100):
-            route = call(self.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+            route = self.call(self.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
             if route.code == ResponseCode.SUCCESS:
                 return
             time.sleep(0.05)
@@ -93,10 +122,20 @@ class Probe:
     def consumer_offset(self, group: str, topic: str, queue_id: int) -> int | None:
         """The offset the broker stores for ``group`` on one queue (QUERY_CONSUMER_OFFSET); None when it has none."""
         fields = {"consumerGroup": group, "topic": topic, "queueId": queue_id}
-        resp = call(self.broker, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, fields))
+        resp = self.call(self.broker, RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET, fields))
         if resp.code != ResponseCode.SUCCESS:
             return None
         return int((resp.ext_fields or {}).get("offset", -1))
+
+    def stored_count(self, topic: str, queues: int = 4) -> int:
+        """Messages the broker holds in ``topic`` (the sum of its queues' max offsets)."""
+        total = 0
+        for queue_id in range(queues):
+            resp = self.call(self.broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue_id}))
+            if resp.code != ResponseCode.SUCCESS:
+                raise RuntimeError(f"max offset of {topic}/{queue_id}: {resp.code} {resp.remark}")
+            total += int((resp.ext_fields or {}).get("offset", 0))
+        return total
 
     def stored_sys_flags(self, topic: str, key: str) -> list[int]:
         """The sysFlag each message of ``topic`` with ``key`` was stored with (bit 0: COMPRESSED)."""
@@ -106,7 +145,7 @@ class Probe:
         from rmqtx.client.message import decode_messages
 
         fields = {"topic": topic, "key": key, "maxNum": 64, "beginTimestamp": 0, "endTimestamp": 2**63 - 1, "_UNIQUE_KEY_QUERY": "false"}
-        resp = call(self.broker, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 10)
+        resp = self.call(self.broker, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 10)
         if resp.code != ResponseCode.SUCCESS:
             return []
         return [m for m in decode_messages(resp.body) if key in m.keys]

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interop.drivers import Driver, all_drivers
-from interop.probe import DEFAULT_LEVELS, Probe, level_seconds
-from interop.scenarios import SCENARIOS, Context, Scenario, cell_timeout
+from interop.modes import ADMIN, MODES, SECRETS, Mode
+from interop.probe import DEFAULT_LEVELS, Access, Probe, level_seconds
+from interop.scenarios import BY_KEY, SCENARIOS, Context, Scenario, cell_timeout
 
 REASON_CHARS = 160
 
@@ -32,16 +33,21 @@ class Cell:
         return f"{self.status}: {reason}" if reason else self.status
 
 
-def context(probe: Probe, namesrv: str, levels: str | None) -> Context:
+def context(probe: Probe, namesrv: str, levels: str | None, mode: str = "plain") -> Context:
     """Delay levels and check-back timing: given, else what GET_BROKER_CONFIG says, else RocketMQ's defaults."""
     conf = probe.broker_config()
     check_ms = int(conf.get("transactionCheckInterval", 60000)) + int(conf.get("transactionTimeOut", 6000))
     return Context(run=uuid.uuid4().hex[:8], namesrv=namesrv, levels=level_seconds(levels or conf.get("messageDelayLevel") or DEFAULT_LEVELS),
-                   tx_check_seconds=check_ms / 1000, cluster=conf.get("brokerClusterName", "DefaultCluster"))
+                   tx_check_seconds=check_ms / 1000, cluster=conf.get("brokerClusterName", "DefaultCluster"), mode=mode,
+                   broker=probe.broker)
 
 
 def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log_dir: Path | None = None) -> Cell:
+    if scenario.modes and ctx.mode not in scenario.modes:
+        return Cell("SKIP", f"runs in --mode {' / '.join(scenario.modes)} only")
     params = scenario.params(ctx, driver.name)
+    for key, value in MODES[ctx.mode].cell_params(scenario.key).items():
+        params.setdefault(key, value)  # a scenario's own keys (or none) win
     skip = driver.adapt(scenario, params, ctx)
     if skip:
         return Cell("SKIP", skip)
@@ -110,12 +116,14 @@ def render(results: dict[tuple[str, str], Cell], clients: list[str], scenarios: 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m interop", description="Run real RocketMQ clients against a running rmqtx.")
-    parser.add_argument("--namesrv", required=True, help="name server address, e.g. 127.0.0.1:9876")
+    parser.add_argument("--namesrv", help="name server address, e.g. 127.0.0.1:9876 (default: start a standalone for the run)")
+    parser.add_argument("--mode", choices=list(MODES), default="plain",
+                        help="plain; acl (aclEnable, signed clients, refusals); tls (enforcing) or tls-permissive (clients over TLS)")
     parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
     parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python)")
     parser.add_argument("--no-containers", action="store_true", help="run the Java columns' JVMs on the host, not in the podman image")
     parser.add_argument("--java-image", help="run the Java cells in this prebuilt image (interop/java/Dockerfile, target client)")
-    parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all)")
+    parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all in plain mode, the mode's list otherwise)")
     parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
     parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
     parser.add_argument("--log-dir", type=Path, help="write each cell's params, events and stderr here")
@@ -134,17 +142,45 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown client(s) {unknown}; choose from {sorted(drivers)}", file=sys.stderr)
         return 2
-    scenarios = SCENARIOS
+    mode = MODES[args.mode]
+    scenarios = [BY_KEY[k] for k in mode.scenarios] if mode.scenarios else SCENARIOS
     if args.scenarios:
-        keys = set(args.scenarios.split(","))
-        scenarios = [s for s in SCENARIOS if s.key in keys]
-    probe = Probe(args.namesrv, args.broker)
-    ctx = context(probe, args.namesrv, args.delay_levels)
-    if args.log_dir:
-        args.log_dir.mkdir(parents=True, exist_ok=True)
-    results = run_matrix(probe, ctx, [drivers[c] for c in clients], scenarios, args.jobs, args.log_dir)
+        keys = [k.strip() for k in args.scenarios.split(",") if k.strip()]
+        unknown = [k for k in keys if k not in BY_KEY]
+        if unknown:
+            print(f"unknown scenario(s) {unknown}; choose from {sorted(BY_KEY)}", file=sys.stderr)
+            return 2
+        scenarios = [BY_KEY[k] for k in keys]
+    access = Access(*ADMIN, tls=mode.tls) if mode.acl else Access(tls=mode.tls)
+    server = None
+    if not args.namesrv:
+        from interop.server import Standalone
+
+        server = Standalone(mode, access).start()
+        args.namesrv, args.broker = server.namesrv, server.broker
+        print(f"started a standalone in mode {mode.name}: name server {server.namesrv}, broker {server.broker}", file=sys.stderr, flush=True)
+    try:
+        probe = Probe(args.namesrv, args.broker, access)
+        ctx = context(probe, args.namesrv, args.delay_levels, mode.name)
+        if args.log_dir:
+            args.log_dir.mkdir(parents=True, exist_ok=True)
+        results = run_matrix(probe, ctx, [drivers[c] for c in clients], scenarios, args.jobs, args.log_dir)
+    finally:
+        log = server.close() if server is not None else ""
     table = render(results, clients, scenarios)
+    leaks = broker_log_findings(mode, log)
     if args.log_dir:
         (args.log_dir / "matrix.md").write_text(table + "\n")
+        if server is not None:
+            (args.log_dir / "broker.log").write_text(log)
+    for leak in leaks:
+        print(leak, file=sys.stderr, flush=True)
     print(table, flush=True)
-    return 0 if all(cell.status != "FAIL" for cell in results.values()) else 1
+    return 0 if not leaks and all(cell.status != "FAIL" for cell in results.values()) else 1
+
+
+def broker_log_findings(mode: Mode, log: str) -> list[str]:
+    """With ACL on, the standalone's log must hold no secret key (right or wrong) the cells used."""
+    if not mode.acl:
+        return []
+    return [f"the broker log contains the secret key {secret[:3]}..." for secret in SECRETS if secret in log]

@@ -19,6 +19,9 @@ What every driver does, whatever the op (the op-specific parts are in each build
   ``sha256`` (hex of all body bytes) when the body is longer than 1024 bytes; ``props`` (name ->
   value or null, for every property name any spec in ``messages`` carries) when some spec has props.
 * ``error`` events: ``error`` (text) for anything that went wrong; any error fails the cell.
+* ``acl`` (``access_key``, ``secret_key``; null or absent: no credentials) and ``tls`` (bool): every
+  client of the cell signs its requests with these keys as Java's ``AclClientRPCHook`` does, and
+  connects with TLS (interop/modes.py sets them per mode; some scenarios set their own).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from interop.modes import READER, USER, WRONG_SECRET, keys
 from interop.probe import Probe
 
 #: What ``mqadmin clusterList`` reads from GET_BROKER_RUNTIME_INFO (it fails without them).
@@ -45,6 +49,8 @@ class Context:
     levels: list[float]  # delay level n waits levels[n - 1] seconds
     tx_check_seconds: float = 66.0  # transactionCheckInterval + transactionTimeOut
     cluster: str = "DefaultCluster"
+    mode: str = "plain"  # interop/modes.py
+    broker: str = ""
 
 
 Events = list[dict]
@@ -62,6 +68,7 @@ class Scenario:
     check: Check
     wait: float = 20.0  # how long the driver waits for deliveries
     create_topic: bool = True  # the runner creates the topic first, as mqadmin would
+    modes: tuple[str, ...] = ()  # the modes it makes sense in (empty: every mode)
 
     def params(self, ctx: Context, client: str) -> dict:
         """What the driver gets: names unique to this run and client, default waits, the scenario's own."""
@@ -591,6 +598,62 @@ def non_ascii_check(events: Events, params: dict, probe: Probe) -> str | None:
     return None if params["messages"][0]["body"] in found else f"not found by key {key} (QUERY_MESSAGE)"
 
 
+# -- security modes: refusals ---------------------------------------------------------------------
+def refused_build(prefix: str, acl: dict | None, refusal: str | None) -> Callable[[Context], dict]:
+    """op ``refused_send``: a producer with the given ``acl`` keys (null: none) sends each spec once,
+    synchronously and without retries, and starts no consumer; each send gives a ``sent`` event or a
+    ``refused`` event (``body``, ``error``: the exception's text, with the broker's remark when the client
+    passes it on). The broker must refuse every send with ``refusal`` in that text (``{topic}`` stands
+    for the cell's topic), and store nothing.
+    """
+
+    def build(ctx: Context) -> dict:
+        return {"messages": messages(prefix, 2), "acl": acl, "outcome": "refused", "refusal": refusal, "wait": 10.0}
+
+    return build
+
+
+def refused_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """``outcome`` "refused": every send refused (with Java's remark when one is expected), nothing
+    stored; "stored": every send accepted and stored."""
+    reason = errors(events)
+    if reason:
+        return reason
+    accepted = [e for e in events if e["kind"] == "sent" and e.get("status") == "SEND_OK"]
+    refused = {e["body"]: e.get("error") or "" for e in events if e["kind"] == "refused"}
+    stored = probe.stored_count(params["topic"])
+    n = len(params["messages"])
+    if params["outcome"] == "stored":
+        if refused:
+            body, error = next(iter(refused.items()))
+            return f"{body} refused: {error}"
+        if len(accepted) < n or stored != n:
+            return f"{len(accepted)} of {n} sends accepted, {stored} stored"
+        return None
+    if accepted:
+        return f"{accepted[0]['body']} accepted (SEND_OK), wanted a refusal"
+    missing = [m["body"] for m in params["messages"] if m["body"] not in refused]
+    if missing:
+        return f"no answer reported for {missing[0]}"
+    want = params["refusal"].format(topic=params["topic"]) if params.get("refusal") else None
+    off = [error for error in refused.values() if want and want not in error]
+    if off:
+        return f"refused with {off[0]!r}, wanted {want!r}"
+    return f"{stored} message(s) stored after the refusals" if stored else None
+
+
+def no_permission_build(ctx: Context) -> dict:
+    """An account that may only subscribe sends: refused for want of PUB on the (per-run) topic."""
+    params = refused_build("noperm", keys(READER), None)(ctx)
+    return dict(params, refusal="No default permission for topic:{topic}")
+
+
+def plain_client_build(ctx: Context) -> dict:
+    """A client without TLS: turned away by an enforcing broker (any error), served by a permissive one."""
+    return {"messages": messages("plain", 1), "tls": False, "outcome": "refused" if ctx.mode == "tls" else "stored",
+            "refusal": None, "wait": 10.0}
+
+
 def nothing(ctx: Context) -> dict:
     return {}
 
@@ -627,4 +690,19 @@ SCENARIOS: list[Scenario] = [
     Scenario("compressed", "compressed bodies", "send", compressed_build, compressed_check),
     Scenario("non_ascii", "non-ASCII keys and properties", "send", non_ascii_build, non_ascii_check),
 ]
-BY_KEY = {s.key: s for s in SCENARIOS}
+#: Run only in their modes (``python -m interop --mode acl`` / ``tls`` / ``tls-permissive``).
+SECURITY_SCENARIOS: list[Scenario] = [
+    Scenario("acl_wrong_secret", "ACL: wrong secret key refused", "refused_send",
+             refused_build("wrongsk", {**keys(USER), "secret_key": WRONG_SECRET}, f"Check signature failed for accessKey={USER[0]}"),
+             refused_check, modes=("acl",)),
+    Scenario("acl_unknown_key", "ACL: unknown access key refused", "refused_send",
+             refused_build("unknownak", {"access_key": "InteropNobody", "secret_key": USER[1]}, "No acl config for InteropNobody"),
+             refused_check, modes=("acl",)),
+    Scenario("acl_no_credentials", "ACL: no credentials refused", "refused_send",
+             refused_build("nokeys", None, "No accessKey is configured"), refused_check, modes=("acl",)),
+    Scenario("acl_no_permission", "ACL: publish without PUB permission refused", "refused_send", no_permission_build,
+             refused_check, modes=("acl",)),
+    Scenario("tls_plain_client", "TLS: client without TLS (refused when enforcing)", "refused_send", plain_client_build,
+             refused_check, modes=("tls", "tls-permissive")),
+]
+BY_KEY = {s.key: s for s in SCENARIOS + SECURITY_SCENARIOS}

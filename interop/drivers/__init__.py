@@ -45,6 +45,8 @@ class Driver:
     unsupported: dict[str, str] = {}
     #: (name, n): at most n cells of all drivers sharing the name run at once (JVM start-ups are CPU-bound).
     slot: tuple[str, int] | None = None
+    #: Why a refused send's error cannot show the broker's remark (the client drops it), or "".
+    drops_remarks = ""
 
     def prepare(self) -> str | None:
         """Once per matrix run; a reason when the whole column must be skipped."""
@@ -52,6 +54,8 @@ class Driver:
 
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
         """Adjust ``params`` to the client; a reason when this scenario is out of its reach."""
+        if self.drops_remarks and params.get("refusal"):
+            params["refusal"] = None  # still refused, and still nothing stored
         return self.unsupported.get(scenario.key)
 
     def command(self, op: str, params: dict) -> list[str]:

@@ -25,7 +25,11 @@ DLQ_BUDGET = 150.0  # seconds the DLQ cell may spend on 16 retries
 #: 30 s): it asks before its first heartbeat has made the broker create that topic, so a retry cell waits
 #: one full period more than the delay levels alone need.
 ROUTE_REFRESH_S = 30.0
+#: A send whose route lookup meets a name server that closes every plain connection (TLS enforcing)
+#: fails only after the client's own retries, about 60 s.
+PLAIN_REFUSED_S = 60.0
 NO_API = "PyPI rocketmq 0.4.4 (C API of rocketmq-client-cpp) has no {}"
+NO_TLS = NO_API.format("TLS (librocketmq 2.0 is built without SSL and its C API has no TLS switch)")
 
 
 class CppDriver(Driver):
@@ -38,11 +42,17 @@ class CppDriver(Driver):
         "timer": NO_API.format("timer message API (delivery time / delay in ms are RocketMQ 5.x; it has delay levels only)"),
     }
 
+    drops_remarks = "the C++ client answers a refused send with its own 'No route info of this topic' exception"
+
     def prepare(self) -> str | None:
         return None if importlib.util.find_spec("rocketmq") else "PyPI rocketmq (the C++ client) is not installed"
 
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
         """The DLQ comes after the client's fixed 16 retries: feasible only with short delay levels."""
+        if params.get("tls"):
+            return NO_TLS
+        if params.get("outcome") == "refused" and params.get("tls") is False:
+            params["wait"] += PLAIN_REFUSED_S
         if scenario.key in ("dlq", "dlq_consume"):
             retries = sum(ctx.levels[2:2 + MAX_RECONSUME])
             if retries > DLQ_BUDGET:
@@ -93,12 +103,20 @@ def sent(spec: dict, at: float, result: Any = None) -> None:
     emit("sent", body=spec["body"], at=at, status=status, msg_id=getattr(result, "msg_id", None))
 
 
+def sign(client: Any, p: dict) -> None:
+    """The cell's ACL keys (``acl``), if any: the client signs every request with them."""
+    keys = p.get("acl")
+    if keys:
+        client.set_session_credentials(keys["access_key"], keys["secret_key"], "")
+
+
 def producer(p: dict):
     from rocketmq.client import Producer
 
     prod = Producer(p["producer_group"], timeout=5000)
     prod.set_namesrv_addr(p["namesrv"])
     prod.set_max_message_size(4 * 1024 * 1024)  # the client's own default is 128 KiB; Java's and the broker's 4 MiB
+    sign(prod, p)
     prod.start()
     return prod
 
@@ -163,6 +181,7 @@ class Members:
             consumer = PushConsumer(group, orderly=orderly, message_model=MessageModel[model])
             consumer.set_namesrv_addr(p["namesrv"])
             consumer.set_instance_name(f"{group}-{i}")
+            sign(consumer, p)
 
             def on_message(_consumer: Any, handle: Any, member: int = i) -> int:
                 msg = RecvMessage(handle)
@@ -299,6 +318,18 @@ def op_restart(p: dict) -> None:
     after.wait_for(bodies(p, "later"), p["wait"], member=1)
     time.sleep(p["linger"])
     after.stop()
+    prod.shutdown()
+
+
+def op_refused_send(p: dict) -> None:
+    """One sync send per spec, no consumer: each answer is a ``sent`` or a ``refused`` event."""
+    prod = producer(p)
+    for spec in p["messages"]:
+        at = time.time()
+        try:
+            sent(spec, at, prod.send_sync(message(p, spec)))
+        except Exception as exc:
+            emit("refused", body=spec["body"], error=f"{type(exc).__name__}: {exc}")
     prod.shutdown()
 
 

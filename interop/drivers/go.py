@@ -71,7 +71,7 @@ class GoDriver(Driver):
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
         """Topics are created on a broker address (``admin.WithBrokerAddrCreate``); some cells wait for the client's timers."""
         if scenario.key == "admin_topic":
-            params["broker"] = Probe(ctx.namesrv).master_addr()
+            params["broker"] = ctx.broker or Probe(ctx.namesrv).master_addr()
         elif scenario.key in ("retry", "dlq", "dlq_consume"):
             params["wait"] += RETRY_ROUTE_S
         elif scenario.key == "lite_pull":

@@ -44,8 +44,12 @@ function message(p, spec) {
   return msg;
 }
 
-async function producer(p) {
-  const prod = new Producer({ nameSrv: p.namesrv, producerGroup: p.producer_group, httpclient: {}, logger: quietLogger });
+// The cell's ACL keys (params.acl): ali-ons signs every request with them as AclClientRPCHook does.
+const keys = (p) => (p.acl ? { accessKeyId: p.acl.access_key, accessKeySecret: p.acl.secret_key } : {});
+
+async function producer(p, extra = {}) {
+  const prod = new Producer(Object.assign({ nameSrv: p.namesrv, producerGroup: p.producer_group, httpclient: {}, logger: quietLogger },
+    keys(p), extra));
   await prod.ready();
   return prod;
 }
@@ -77,10 +81,10 @@ class Members {
     const expression = p.expression_type === 'SQL92' ? { expressionType: 'SQL92', subString: p.expression } : (p.expression || '*');
     this.consumers = [];
     for (let member = base; member < base + count; member++) {
-      const consumer = new Consumer({
+      const consumer = new Consumer(Object.assign({
         nameSrv: p.namesrv, consumerGroup: group, httpclient: {}, logger: quietLogger, isBroadcast: broadcast,
         instanceName: `${group}-${member}`, consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET', maxReconsumeTimes,
-      });
+      }, keys(p)));
       consumer.on('error', () => {});
       consumer.subscribe(topic, expression, async (msg) => {
         const cut = msg.body.indexOf('#');
@@ -111,6 +115,26 @@ class Members {
 }
 
 const ops = {
+  // One send per spec, no retries, no consumer: each answer is a "sent" or a "refused" event.
+  async refused_send(p) {
+    let prod;
+    try {
+      prod = await producer(p, { retryTimesWhenSendFailed: 0 });
+    } catch (err) { // its start registers with the broker: a refusal can come here already
+      for (const spec of p.messages) emit('refused', { body: spec.body, error: String(err && err.message || err) });
+      return;
+    }
+    for (const spec of p.messages) {
+      const at = Date.now() / 1000;
+      try {
+        sent(spec, at, await prod.send(message(p, spec)));
+      } catch (err) {
+        emit('refused', { body: spec.body, error: String(err && err.message || err) });
+      }
+    }
+    await prod.close().catch(() => {}); // unregistering is refused too with wrong keys
+  },
+
   async send(p) {
     const prod = await producer(p);
     await sendAll(prod, p, p.mode);

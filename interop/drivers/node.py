@@ -6,9 +6,11 @@ import json
 import shutil
 
 from interop.drivers import REPO, Driver, without_tx_query_admin
+from interop.scenarios import Context, Scenario
 
 ALI_ONS = REPO / "interop" / "node" / "node_modules" / "ali-ons"
 NO_API = "ali-ons 3.12 has no {}"
+NO_TLS = NO_API.format("TLS (its channels are plain net sockets, no TLS option)")
 
 
 class NodeDriver(Driver):
@@ -23,10 +25,15 @@ class NodeDriver(Driver):
         "timer": NO_API.format("timer message API (delivery time / delay in ms are RocketMQ 5.x; it has delay levels only)"),
     }
 
+    drops_remarks = "ali-ons 3.12 answers a refused send with its own 'Send [n] times, still failed' error"
+
     def prepare(self) -> str | None:
         if not shutil.which("node"):
             return "node is not on PATH"
         return None if ALI_ONS.exists() else "ali-ons missing: run npm ci in interop/node"
+
+    def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
+        return NO_TLS if params.get("tls") else super().adapt(scenario, params, ctx)
 
     def command(self, op: str, params: dict) -> list[str]:
         return [shutil.which("node") or "node", str(REPO / "interop" / "drivers" / "node.js"), op, json.dumps(params)]

@@ -27,6 +27,15 @@ class PythonDriver(Driver):
 
 
 # -- the cell program (imports the client only here, so the runner stays light) -----------------
+def config(p: dict, **extra: Any):
+    """A fresh client config: the cell's name server, and the ACL keys (``acl``) and TLS (``tls``) it asks for."""
+    from rmqtx.client.config import ClientConfig
+
+    keys = p.get("acl") or {}
+    return ClientConfig(p["namesrv"], access_key=keys.get("access_key"), secret_key=keys.get("secret_key"),
+                        tls=bool(p.get("tls")), **extra)
+
+
 def emit(kind: str, **fields: Any) -> None:
     print(json.dumps({"kind": kind, **fields}), flush=True)
 
@@ -88,7 +97,6 @@ class Members:
                  fail: Callable[[Any], bool] = lambda m: False, max_reconsume: int = 16, base: int = 0,
                  group: str | None = None, topic: str | None = None, then: Callable[[Any], Any] | None = None) -> None:
         from rmqtx.client import PushConsumer
-        from rmqtx.client.config import ClientConfig
 
         self.bodies: dict[int, list[str]] = {i: [] for i in range(base, base + count)}
         self.events: list[dict] = []
@@ -97,8 +105,8 @@ class Members:
         self.home = tempfile.mkdtemp(prefix="offsets-")
         group, topic = group or p["group"], topic or p["topic"]
         for i in range(base, base + count):
-            config = ClientConfig(p["namesrv"], instance_name=f"{group}-{i}")
-            consumer = PushConsumer(group, config=config, listener=self._listener(i, p, orderly, fail), orderly=orderly,
+            consumer = PushConsumer(group, config=config(p, instance_name=f"{group}-{i}"),
+                                    listener=self._listener(i, p, orderly, fail), orderly=orderly,
                                     message_model=model, consume_from="CONSUME_FROM_FIRST_OFFSET",
                                     max_reconsume_times=max_reconsume, offset_store_dir=self.home)
             consumer.subscribe(topic, p.get("expression", "*"), p.get("expression_type", "TAG"))
@@ -135,10 +143,10 @@ class Members:
             await consumer.shutdown()
 
 
-async def producer(p: dict):
+async def producer(p: dict, retries: int = 2):
     from rmqtx.client import Producer
 
-    prod = Producer(p["producer_group"], p["namesrv"])
+    prod = Producer(p["producer_group"], config=config(p), retry_times=retries)
     await prod.start()
     return prod
 
@@ -280,7 +288,7 @@ async def op_transaction(p: dict) -> None:
 
     members = Members(p)
     await members.start()
-    prod = TransactionProducer(p["producer_group"], p["namesrv"], execute=execute, check=check)
+    prod = TransactionProducer(p["producer_group"], config=config(p), execute=execute, check=check)
     await prod.start()
     at = time.time()
     results = await defer.gatherResults([prod.send_in_transaction(message(p, spec)) for spec in specs.values()], consumeErrors=True)
@@ -296,7 +304,7 @@ async def op_transaction(p: dict) -> None:
 async def admin(p: dict):
     from rmqtx.client.admin import MQAdmin
 
-    return MQAdmin(p["namesrv"])
+    return MQAdmin(config=config(p))
 
 
 async def op_query_id(p: dict) -> None:
@@ -399,7 +407,7 @@ async def op_admin_progress(p: dict) -> None:
 async def op_request_reply(p: dict) -> None:
     from rmqtx.client import Producer, create_reply_message
 
-    replier = Producer(p["producer_group"] + "_reply", p["namesrv"])
+    replier = Producer(p["producer_group"] + "_reply", config=config(p))
     await replier.start()
 
     def answer(m: Any) -> None:
@@ -439,7 +447,7 @@ async def op_lite_pull(p: dict) -> None:
     prod = await producer(p)
     await send_sharded(prod, p)
     await prod.shutdown()
-    consumer = PullConsumer(p["group"], p["namesrv"], offset_store_dir=tempfile.mkdtemp(prefix="offsets-"))
+    consumer = PullConsumer(p["group"], config=config(p), offset_store_dir=tempfile.mkdtemp(prefix="offsets-"))
     await consumer.start()
     queues = await consumer.fetch_queues(p["topic"])
     position = {mq: 0 for mq in queues}  # assign all; a new group starts at the first offset
@@ -496,6 +504,18 @@ async def op_restart(p: dict) -> None:
     await until(lambda: after.has(bodies(p, "later"), 1), p["wait"])
     await sleep(p["linger"])
     await after.stop()
+    await prod.shutdown()
+
+
+async def op_refused_send(p: dict) -> None:
+    """One sync send per spec, no retries, no consumer: each answer is a ``sent`` or a ``refused`` event."""
+    prod = await producer(p, retries=0)
+    for spec in p["messages"]:
+        at = time.time()
+        try:
+            sent(spec, at, await prod.send(message(p, spec)))
+        except Exception as exc:
+            emit("refused", body=spec["body"], error=f"{type(exc).__name__}: {exc}")
     await prod.shutdown()
 
 

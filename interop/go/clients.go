@@ -73,7 +73,7 @@ func newProducer(p *Params, extra ...producer.Option) (*producerHandle, error) {
 		producer.WithGroupName(p.ProducerGroup),
 		producer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
 		producer.WithRetry(2),
-	}, extra...)
+	}, append(p.producerOpts(), extra...)...)
 	prod, err := producer.NewDefaultProducer(opts...)
 	if err != nil {
 		return nil, err
@@ -230,6 +230,7 @@ func newMembers(p *Params, o memberOpts) (*Members, error) {
 			consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
 			consumer.WithConsumerOrder(o.orderly),
 		}
+		opts = append(opts, p.consumerOpts()...)
 		if o.maxReconsume > 0 {
 			opts = append(opts, consumer.WithMaxReconsumeTimes(o.maxReconsume))
 		}

@@ -39,33 +39,35 @@ type Seek struct {
 
 // Params is what the runner hands a cell (interop/scenarios.py: Scenario.params and the builders).
 type Params struct {
-	Scenario       string    `json:"scenario"`
-	Namesrv        string    `json:"namesrv"`
-	Broker         string    `json:"broker"`
-	Cluster        string    `json:"cluster"`
-	Topic          string    `json:"topic"`
-	Group          string    `json:"group"`
-	ProducerGroup  string    `json:"producer_group"`
-	Wait           float64   `json:"wait"`
-	Settle         float64   `json:"settle"`
-	Linger         float64   `json:"linger"`
-	Mode           string    `json:"mode"`
-	Model          string    `json:"model"`
-	Members        int       `json:"members"`
-	Expression     string    `json:"expression"`
-	ExpressionType string    `json:"expression_type"`
-	Messages       []Spec    `json:"messages"`
-	Expect         []Spec    `json:"expect"`
-	Levels         []float64 `json:"levels"`
-	MaxReconsume   int       `json:"max_reconsume"`
-	Hold           float64   `json:"hold"`
-	Key            string    `json:"key"`
-	Later          []Spec    `json:"later"`
-	AfterSeek      []Spec    `json:"after_seek"`
-	Seek           Seek      `json:"seek"`
-	ReplyPrefix    string    `json:"reply_prefix"`
-	RequestTimeout float64   `json:"request_timeout"`
-	DLQGroup       string    `json:"dlq_group"`
+	Scenario       string       `json:"scenario"`
+	Namesrv        string       `json:"namesrv"`
+	Broker         string       `json:"broker"`
+	Cluster        string       `json:"cluster"`
+	Topic          string       `json:"topic"`
+	Group          string       `json:"group"`
+	ProducerGroup  string       `json:"producer_group"`
+	Wait           float64      `json:"wait"`
+	Settle         float64      `json:"settle"`
+	Linger         float64      `json:"linger"`
+	Mode           string       `json:"mode"`
+	Model          string       `json:"model"`
+	Members        int          `json:"members"`
+	Expression     string       `json:"expression"`
+	ExpressionType string       `json:"expression_type"`
+	Messages       []Spec       `json:"messages"`
+	Expect         []Spec       `json:"expect"`
+	Levels         []float64    `json:"levels"`
+	MaxReconsume   int          `json:"max_reconsume"`
+	Hold           float64      `json:"hold"`
+	Key            string       `json:"key"`
+	Later          []Spec       `json:"later"`
+	AfterSeek      []Spec       `json:"after_seek"`
+	Seek           Seek         `json:"seek"`
+	ReplyPrefix    string       `json:"reply_prefix"`
+	RequestTimeout float64      `json:"request_timeout"`
+	DLQGroup       string       `json:"dlq_group"`
+	ACL            *Credentials `json:"acl"`
+	TLS            bool         `json:"tls"`
 }
 
 var out sync.Mutex

@@ -213,10 +213,12 @@ func opTransaction(ctx context.Context, p *Params) error {
 		return err
 	}
 	defer members.stop()
-	prod, err := producer.NewTransactionProducer(&txListener{specs, seconds(p.Hold)},
+	opts := append([]producer.Option{
 		producer.WithGroupName(p.ProducerGroup),
 		producer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
-		producer.WithRetry(2))
+		producer.WithRetry(2),
+	}, p.producerOpts()...)
+	prod, err := producer.NewTransactionProducer(&txListener{specs, seconds(p.Hold)}, opts...)
 	if err != nil {
 		return err
 	}
@@ -252,11 +254,18 @@ func opTransaction(ctx context.Context, p *Params) error {
 
 // opAdminTopic: the Go admin API creates a topic on a broker address it is given, then lists topics.
 func opAdminTopic(ctx context.Context, p *Params) error {
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(p.namesrvs())))
+	adm, err := admin.NewAdmin(p.adminOpts()...)
 	if err != nil {
 		return err
 	}
 	defer adm.Close()
+	if p.ACL != nil {
+		// The admin API registers its ACL signer only in GetAllSubscriptionGroup (RegisterACL); until then
+		// CreateTopic goes out unsigned. Calling it first is how a Go admin reaches an ACL broker.
+		if _, err := adm.GetAllSubscriptionGroup(ctx, p.Broker, 5*time.Second); err != nil {
+			return fmt.Errorf("subscription groups (signs the admin's requests): %w", err)
+		}
+	}
 	err = adm.CreateTopic(ctx, admin.WithTopicCreate(p.Topic), admin.WithBrokerAddrCreate(p.Broker),
 		admin.WithReadQueueNums(4), admin.WithWriteQueueNums(4))
 	if err != nil {

@@ -97,7 +97,7 @@ func opLitePull(ctx context.Context, p *Params) error {
 		return err
 	}
 	// The pull consumer knows routes only of topics it already pulls: the admin API lists the queues.
-	adm, err := admin.NewAdmin(admin.WithResolver(primitive.NewPassthroughResolver(p.namesrvs())))
+	adm, err := admin.NewAdmin(p.adminOpts()...)
 	if err != nil {
 		return err
 	}
@@ -106,12 +106,12 @@ func opLitePull(ctx context.Context, p *Params) error {
 	if err != nil {
 		return fmt.Errorf("queues of %s: %w", p.Topic, err)
 	}
-	pc, err := consumer.NewPullConsumer(
+	pc, err := consumer.NewPullConsumer(append([]consumer.Option{
 		consumer.WithGroupName(p.Group),
 		consumer.WithNsResolver(primitive.NewPassthroughResolver(p.namesrvs())),
 		consumer.WithInstance(fmt.Sprintf("%s-lite-%d", p.Group, time.Now().UnixNano())),
 		consumer.WithConsumeFromWhere(consumer.ConsumeFromFirstOffset),
-		consumer.WithAutoCommit(false))
+		consumer.WithAutoCommit(false)}, p.consumerOpts()...)...)
 	if err != nil {
 		return err
 	}

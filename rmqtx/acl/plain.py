@@ -141,7 +141,10 @@ def read_doc(path: Path) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise AclConfigError(f"{path.name} is not valid YAML: {exc}") from None
+        # Only the problem and where: the YAML error's own text quotes the line, secret key and all.
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise AclConfigError(f"{path.name} is not valid YAML{where}: {getattr(exc, 'problem', None) or type(exc).__name__}") from None
 
 
 def bump_version(doc: dict) -> tuple[int, int]:

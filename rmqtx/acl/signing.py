@@ -46,7 +46,9 @@ def sign_request(cmd: RemotingCommand, access_key: str, secret_key: str, securit
     ext[ACCESS_KEY] = access_key
     if security_token is not None:
         ext[SECURITY_TOKEN] = security_token
-    ext[SIGNATURE] = signature(signed_content(ext, cmd.body), secret_key)
+    # Java's hook signs the custom header's fields only; _UNIQUE_KEY_QUERY is added beside the header,
+    # and the broker leaves it out of the check.
+    ext[SIGNATURE] = signature(signed_content(ext, cmd.body, (SIGNATURE, UNIQUE_KEY_QUERY)), secret_key)
 
 
 class RequestSigner:

@@ -179,13 +179,15 @@ class AclFileTest(AclCase):
             time.sleep(0.1)
         else:
             self.fail("plain_acl.yml change never took effect")
-        path.write_text("accounts: [ {accessKey: broken")  # a broken file keeps the last good table
+        path.write_text('accounts:\n- accessKey: Broken1234\n  secretKey: "broken-secret-7\n')  # keeps the last good table
         deadline = time.time() + 5
         while time.time() < deadline and "ACL reload of" not in self.server.log():
             time.sleep(0.1)
         self.assertIn("ACL reload of", self.server.log())
         attempt = signed(RequestCode.GET_ALL_TOPIC_CONFIG, {}, ak="Newcomer12", sk="newcomer-secret")
         self.assertEqual(raw_call(self.server.broker, attempt).code, ResponseCode.SUCCESS)
+        self.assertIn("plain_acl.yml is not valid YAML at line", self.server.log())
+        self.assertNotIn("broken-secret-7", self.server.log())  # the YAML error's quote of the line stays out
 
     def test_admin_codes_rewrite_the_file(self) -> None:
         b = self.server.broker
@@ -282,3 +284,32 @@ class JavaMqadminAclTest(AclCase):
         finally:
             shutil.rmtree(home, ignore_errors=True)
             shutil.rmtree(stranger, ignore_errors=True)
+
+
+class QueryFlagAclTest(AclCase):
+    """QUERY_MESSAGE carries _UNIQUE_KEY_QUERY beside its header; 4.9.8's check leaves it out of the signature."""
+
+    def query(self) -> RemotingCommand:
+        fields = {"topic": "TopicA", "key": "k1", "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**63 - 1,
+                  "_UNIQUE_KEY_QUERY": "false"}
+        return RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields)
+
+    def test_signed_without_the_flag_passes(self) -> None:
+        """rmqtx's client (and signer) leave the flag out, as the broker does."""
+        from rmqtx.acl.signing import sign_request
+
+        request = self.query()
+        sign_request(request, USER, USER_SK)
+        resp = raw_call(self.server.broker, request)
+        self.assertEqual(resp.code, ResponseCode.QUERY_NOT_FOUND, resp.remark)
+
+    def test_signed_with_the_flag_is_refused_as_java_refuses_it(self) -> None:
+        """Apache 4.9.8's Java hook signs every ext field, the flag too: its broker refuses that, and so does rmqtx."""
+        from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, signature, signed_content
+
+        request = self.query()
+        request.ext_fields[ACCESS_KEY] = USER
+        request.ext_fields[SIGNATURE] = signature(signed_content(request.ext_fields, request.body), USER_SK)
+        resp = raw_call(self.server.broker, request)
+        self.assertEqual(resp.code, ResponseCode.SYSTEM_ERROR)
+        self.assertTrue(resp.remark.startswith(ACL_EXC + f"Check signature failed for accessKey={USER}"), resp.remark)

@@ -159,6 +159,9 @@ class DisabledTest(TlsCase):
         with self.assertRaises(OSError):
             tls_call(self.server.broker, ROUTE)
         self.assertEqual(self.python("TopicD", 1)[0]["ok"], False)
+        self.assertEqual(self.java("-,-,send,TopicD,1", tls=False), [{"op": "send", "ok": True, "status": "SEND_OK"}])
+        tls_java = self.java("-,-,send,TopicD,1")
+        self.assertFalse(tls_java[0]["ok"], tls_java)
 
 
 class ClientAuthTest(TlsCase):

@@ -17,6 +17,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
@@ -28,6 +30,7 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyContext;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
@@ -42,6 +45,7 @@ import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -100,12 +104,23 @@ public final class Interop {
         System.out.flush();
     }
 
-    /** Every client of a cell: its own name server and a longer API timeout. */
+    /** Every client of a cell: its own name server and a longer API timeout; TLS when the params say so. */
     private <T extends ClientConfig> T client(T config, String instance) {
         config.setNamesrvAddr(str("namesrv"));
+        config.setUseTLS(Boolean.TRUE.equals(p.get("tls")));
         config.setInstanceName(instance);
         config.setMqClientApiTimeout(API_TIMEOUT_MS);
         return config;
+    }
+
+    /** The ACL signer for the params' {@code acl} credentials (access_key, secret_key); null without them. */
+    @SuppressWarnings("unchecked")
+    private RPCHook hook() {
+        Map<String, Object> acl = (Map<String, Object>) p.get("acl");
+        if (acl == null) {
+            return null;
+        }
+        return new AclClientRPCHook(new SessionCredentials((String) acl.get("access_key"), (String) acl.get("secret_key")));
     }
 
     static double now() {
@@ -278,7 +293,7 @@ public final class Interop {
     }
 
     private DefaultMQProducer producer() throws Exception {
-        DefaultMQProducer producer = new DefaultMQProducer(str("producer_group"));
+        DefaultMQProducer producer = new DefaultMQProducer(str("producer_group"), hook());
         client(producer, str("producer_group"));
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.start();
@@ -349,7 +364,7 @@ public final class Interop {
                 int maxReconsume) throws Exception {
             for (int i = base; i < base + count; i++) {
                 final int member = i;
-                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
+                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group, hook(), new AllocateMessageQueueAveragely());
                 client(consumer, group + "-" + member);
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
                 consumer.setMaxReconsumeTimes(maxReconsume);
@@ -465,6 +480,8 @@ public final class Interop {
     private void run(String op) throws Exception {
         if ("send".equals(op)) {
             send();
+        } else if ("refused_send".equals(op)) {
+            refusedSend();
         } else if ("consume".equals(op)) {
             consume();
         } else if ("orderly".equals(op)) {
@@ -646,7 +663,7 @@ public final class Interop {
         final long hold = (long) (num("hold") * 1000);
         final Members members = new Members();
         members.start();
-        TransactionMQProducer producer = new TransactionMQProducer(str("producer_group"));
+        TransactionMQProducer producer = new TransactionMQProducer(str("producer_group"), hook());
         client(producer, str("producer_group"));
         producer.setSendMsgTimeout(SEND_TIMEOUT_MS);
         producer.setTransactionListener(new TransactionListener() {
@@ -684,8 +701,27 @@ public final class Interop {
         producer.shutdown();
     }
 
+    /** op refused_send: one sync send per spec, no consumer; each answer is a {@code sent} or a {@code refused} event. */
+    private void refusedSend() throws Exception {
+        DefaultMQProducer producer = producer();
+        producer.setRetryTimesWhenSendFailed(0);
+        for (Map<String, Object> spec : specs("messages")) {
+            double at = now();
+            try {
+                sent(spec, at, producer.send(message(spec)));
+            } catch (Exception e) {
+                StringBuilder error = new StringBuilder();
+                for (Throwable t = e; t != null; t = t.getCause()) { // the broker's remark is in a cause
+                    error.append(error.length() == 0 ? "" : " <- ").append(t.getClass().getSimpleName()).append(": ").append(t.getMessage());
+                }
+                emit("refused", "body", spec.get("body"), "error", error.toString());
+            }
+        }
+        producer.shutdown();
+    }
+
     private DefaultMQAdminExt admin() throws Exception {
-        DefaultMQAdminExt admin = new DefaultMQAdminExt();
+        DefaultMQAdminExt admin = new DefaultMQAdminExt(hook());
         client(admin, "admin-" + str("group"));
         admin.start();
         return admin;
@@ -801,7 +837,7 @@ public final class Interop {
     }
 
     private void requestReply() throws Exception {
-        final DefaultMQProducer replier = new DefaultMQProducer(str("producer_group") + "_reply");
+        final DefaultMQProducer replier = new DefaultMQProducer(str("producer_group") + "_reply", hook());
         client(replier, str("producer_group") + "_reply");
         replier.setSendMsgTimeout(SEND_TIMEOUT_MS);
         replier.start();
@@ -872,7 +908,7 @@ public final class Interop {
         DefaultMQProducer producer = producer();
         sendSharded(producer);
         producer.shutdown();
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(str("group"));
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(str("group"), hook());
         client(consumer, str("group"));
         consumer.setAutoCommit(false);
         consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);

@@ -1,0 +1,84 @@
+"""A standalone (``twistd rmqstandalone``) the runner starts itself when no --namesrv is given.
+
+It runs on free loopback ports with its store, config and log in a temp dir, configured for the
+matrix (short delay levels, property filters, quick transaction check-backs) and the mode's ACL/TLS.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from interop.modes import Mode
+from interop.probe import Access, Probe
+
+REPO = Path(__file__).resolve().parents[1]
+#: Short levels keep retry (level 3) and the C++ client's 16 retries before the DLQ quick.
+LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
+MATRIX_CONF = {"messageDelayLevel": LEVELS, "enablePropertyFilter": "true", "transactionCheckInterval": "2000",
+               "transactionTimeOut": "3000"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Standalone:
+    """Name server and broker in one process; ``start`` returns once the broker is registered."""
+
+    def __init__(self, mode: Mode, access: Access) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix=f"rmqtx-interop-{mode.name}-"))
+        self.access = access
+        self.namesrv = f"127.0.0.1:{free_port()}"
+        self.broker = f"127.0.0.1:{free_port()}"
+        conf = {"brokerName": "broker-a", "flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+                "haListenPort": str(free_port()), **MATRIX_CONF, **mode.server_conf(self.root)}
+        self.conf_path = self.root / "broker.conf"
+        self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+        self.log_path = self.root / "twistd.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, timeout: float = 30.0) -> "Standalone":
+        cmd = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=", "--logfile",
+               str(self.log_path), "rmqstandalone", "-c", str(self.conf_path), "--namesrv-port", self.namesrv.rsplit(":", 1)[1],
+               "--port", self.broker.rsplit(":", 1)[1], "--store", str(self.root / "store")]
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"rmqstandalone exited with {self.proc.returncode}: {self.log()[-2000:]}")
+            try:
+                if Probe(self.namesrv, access=self.access).master_addr() == self.broker:
+                    return self
+            except (OSError, RuntimeError):
+                pass
+            time.sleep(0.2)
+        self.close()
+        raise RuntimeError(f"rmqstandalone did not come up in {timeout:.0f} s: {self.log()[-2000:]}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def close(self) -> str:
+        """Stop it and remove its files; its log, for the runner's last checks."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        log = self.log()
+        shutil.rmtree(self.root, ignore_errors=True)
+        return log
