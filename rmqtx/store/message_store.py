@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, succeed
 
@@ -90,6 +90,9 @@ class MessageStore:
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
         self._bitmap_calc: BitmapCalculator | None = None
+        self._reactor: Any = None
+        #: Consume queues whose units wait for a file the allocator thread is making.
+        self.waiting_cqs: set[ConsumeQueue] = set()
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -140,8 +143,69 @@ class MessageStore:
         """Start periodic flush and retention on the reactor."""
         if reactor is None:
             from twisted.internet import reactor  # type: ignore[no-redef]
+        self._reactor = reactor
+        for cq in self.consume_queues.values():
+            cq.later = self._cq_later
+        self.index.later = self._index_later
         self.flush.start(reactor)
         self.retention.start(reactor)
+
+    # ---- files made in the allocator thread -----------------------------------------------------
+
+    def _when_made(self, fut: Any, fn: Callable[..., None], *args: Any) -> None:
+        """fn(*args) on the reactor once fut (a file being made) is done; after 1 s to retry a failure (fut None)."""
+        reactor = self._reactor
+        if fut is None:
+            reactor.callLater(1.0, fn, *args)
+        else:
+            fut.add_done_callback(lambda _f: reactor.callFromThread(fn, *args))
+
+    def _cq_later(self, cq: ConsumeQueue, fut: Any) -> None:
+        self.waiting_cqs.add(cq)
+        self._when_made(fut, self._cq_file_made, cq)
+
+    def _cq_file_made(self, cq: ConsumeQueue) -> None:
+        """Write a queue's waiting units into its new file and wake readers (long polling, HA)."""
+        if not self._running or cq not in self.waiting_cqs:
+            return
+        if self.consume_queues.get((cq.topic, cq.queue_id)) is not cq:  # deleted meanwhile
+            self.waiting_cqs.discard(cq)
+            return
+        try:
+            done = cq.write_pending()
+        except OSError as e:
+            log.error("consume queue %s/%d: %s", cq.topic, cq.queue_id, e)
+            return
+        if done:
+            self.waiting_cqs.discard(cq)
+        self.dirty_cqs.add(cq)
+        if self._listeners:
+            self._notify(cq.topic, cq.queue_id, cq.max_offset)
+
+    def _index_later(self, index: IndexService, fut: Any) -> None:
+        self._when_made(fut, self._index_file_made)
+
+    def _index_file_made(self) -> None:
+        if self._running and self.index.waiting:
+            try:
+                self.index.write_pending()
+            except OSError as e:
+                log.error("index: %s", e)
+
+    @property
+    def files_pending(self) -> bool:
+        """Dispatched units or index entries still wait for a file: the checkpoint's logics time must not pass them."""
+        return bool(self.waiting_cqs) or self.index.waiting
+
+    def _write_waiting(self) -> None:
+        """Shutdown: wait for files being made (fine now) and write what waited for them."""
+        for cq in list(self.waiting_cqs):
+            cq.later = None
+            cq.write_pending()
+            self.dirty_cqs.add(cq)
+        self.waiting_cqs.clear()
+        self.index.later = None
+        self.index.write_pending()
 
     def shutdown(self) -> None:
         """Stop services, flush everything, write the checkpoint, remove abort, unlock."""
@@ -150,6 +214,7 @@ class MessageStore:
         self._running = False
         self.retention.stop()
         self.flush.stop()
+        self._write_waiting()
         self.flush.flush_all_now()
         self.commitlog.queue.close()
         for cq in self.consume_queues.values():
@@ -182,6 +247,8 @@ class MessageStore:
             cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
                               self.config.mapped_file_size_consume_queue, self._allocator,
                               self._ext_root, self.config.mapped_file_size_consume_queue_ext)
+            if self._reactor is not None:
+                cq.later = self._cq_later
             self.consume_queues[(topic, queue_id)] = cq
         return cq
 
@@ -218,7 +285,7 @@ class MessageStore:
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
         if app is not None:
             self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
-            if self._listeners and cq is not None:
+            if self._listeners and cq is not None and not cq.waiting:  # a waiting queue tells when written
                 new_max = cq.max_offset
                 for fn in self._listeners:
                     try:
@@ -240,7 +307,7 @@ class MessageStore:
             for app in apps:
                 self._dispatch(batch.topic, cq, res.store_timestamp, batch.sys_flag, app, None)
             if apps:
-                if self._listeners and cq is not None:
+                if self._listeners and cq is not None and not cq.waiting:
                     self._notify(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
                     return self._await_flush(res)
@@ -563,6 +630,7 @@ class MessageStore:
         for key in [k for k in self.consume_queues if k[0] in topics]:
             cq = self.consume_queues.pop(key)
             self.dirty_cqs.discard(cq)
+            self.waiting_cqs.discard(cq)
             cq.destroy()
             self.commitlog.topic_queue_table.pop(key, None)
 

@@ -387,8 +387,10 @@ class FlushTest(unittest.TestCase):
         self.assertLessEqual(syncs, 2)
         q = self.store.commitlog.queue
         self.assertGreaterEqual(q.flushed_where, max(r.wrote_offset + r.wrote_bytes for r in results))
-        self.assertEqual(len(arrivals), 64)
-        self.assertEqual(arrivals[-1][2], 16)
+        # a new queue's first units wait for its file (made in the allocator thread), then one arrival tells them
+        yield defer.ensureDeferred(wait_until(lambda: {q: m for _, q, m in arrivals} == {0: 16, 1: 16, 2: 16, 3: 16},
+                                              timeout=5))
+        self.assertTrue(all(self.store.get_max_offset_in_queue("S", q) == 16 for q in range(4)))
         # a second wave while nothing is in flight also shares syncs
         results = yield defer.gatherResults([self.store.put_message(msg("S", 0, b"x")) for _ in range(64)])
         self.assertLessEqual(self.store.flush.sync_count - before, 4)
@@ -408,3 +410,62 @@ class FlushTest(unittest.TestCase):
         self.assertEqual(self.store.commitlog.queue.flushed_where, end)
         self.assertGreater(self.store.checkpoint.physic_ts, 0)
         self.assertGreater(self.store.checkpoint.logics_ts, 0)
+
+
+class FileCreationThreadTest(unittest.TestCase):
+    """A running store makes consume queue and index files in its allocator thread, and the reactor never
+    waits for one: every file creation here is held until the put that needed it has returned."""
+
+    def setUp(self) -> None:
+        self.ts = TempStore(max_hash_slot_num=8, max_index_num=16)  # 10 units per queue file, 16 entries per index file
+        self.store = self.ts.store
+        self.store.start(reactor)
+        self.gate = threading.Event()
+        self.made: list[tuple[str, str, bool]] = []  # (file, thread, whether the put had returned first)
+        real = mapped_file.MappedFile.create.__func__
+
+        def held_create(cls, path: str, file_size: int, from_offset: int = 0):
+            released = self.gate.wait(3)  # a caller waiting for this file would hold the gate shut: False
+            self.made.append((path, threading.current_thread().name, released))
+            return real(cls, path, file_size, from_offset)
+
+        self.real_create = mapped_file.MappedFile.create
+        mapped_file.MappedFile.create = classmethod(held_create)
+
+    def tearDown(self) -> None:
+        mapped_file.MappedFile.create = self.real_create
+        self.gate.set()
+        self.ts.close()
+
+    @defer.inlineCallbacks
+    def test_queue_and_index_files_are_made_off_the_reactor(self) -> None:
+        self.gate.set()
+        yield self.store.put_message(msg("Warm", 0, b"w", keys="w"))  # the commit log's first file (made on demand)
+        yield defer.ensureDeferred(wait_until(lambda: not self.store.files_pending, timeout=10))
+        self.made.clear()
+        results = []
+        for i in range(30):  # new queues, queue files filling every 10 units, index files every 16 entries
+            self.gate.clear()
+            results.append(self.store.append_message(msg("New", i % 3, b"%d" % i, keys=f"k{i}", uniq=f"u{i}")))
+            self.gate.set()  # only now may a file being made for that put be finished
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        yield defer.ensureDeferred(wait_until(
+            lambda: not self.store.files_pending and all(self.store.get_max_offset_in_queue("New", q) == 10 for q in range(3)),
+            timeout=10))
+        cq_files = [p for p, _, _ in self.made if "consumequeue" in p]
+        index_files = [p for p, _, _ in self.made if os.sep + "index" + os.sep in p]
+        self.assertGreaterEqual(len(cq_files), 3)
+        self.assertGreaterEqual(len(index_files), 2)
+        self.assertEqual([(p, t) for p, t, _ in self.made if not t.startswith("rmqtx-store-alloc")], [])
+        self.assertEqual([p for p, _, released in self.made if not released], [])
+        # order kept: each queue reads back 0..9 in put order, and the index finds every key
+        for q in range(3):
+            got = self.store.get_message("New", q, 0, 32)
+            self.assertEqual([decode_record(m).body for m in got.messages], [b"%d" % i for i in range(q, 30, 3)])
+        for i in range(30):
+            found, _, _ = self.store.query_message("New", f"k{i}", 4, 0, 2 ** 62)
+            self.assertEqual([decode_record(m).body for m in found], [b"%d" % i], i)
+        # a clean restart finds the same
+        self.store.shutdown()
+        self.store = self.ts.store = self.ts.open()
+        self.assertEqual(self.store.get_max_offset_in_queue("New", 2), 10)
