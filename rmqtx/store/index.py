@@ -158,6 +158,15 @@ class IndexFile:
         self.write_header()
 
 
+def _entries(prefix: str, uniq_key: str | None, keys: str | None, phy: int, store_ts: int) -> list[tuple[int, int, int]]:
+    """A record's index entries as (hash, phy, store time): UNIQ_KEY first, then each KEYS word."""
+    hash2 = R.index_key_hash2
+    out = [(hash2(prefix, uniq_key), phy, store_ts)] if uniq_key else []
+    if keys:
+        out.extend((hash2(prefix, k), phy, store_ts) for k in keys.split(" ") if k)
+    return out
+
+
 class IndexService:
     """The index files of a store, oldest first; builds entries for each dispatched record."""
 
@@ -266,24 +275,32 @@ class IndexService:
         if (sys_flag & R.TRANSACTION_MASK) == R.TRANSACTION_ROLLBACK:
             return
         prefix = topic + "#"
-        hash2 = R.index_key_hash2
-        entries = [(hash2(prefix, uniq_key), phy, store_ts)] if uniq_key else []
-        if keys:
-            entries.extend((hash2(prefix, k), phy, store_ts) for k in keys.split(" ") if k)
         if self._pending is not None:  # behind entries that wait for a file: keep the order
             if phy >= self._pending_phy:
-                self._pending.extend(entries)
+                self._pending.extend(_entries(prefix, uniq_key, keys, phy, store_ts))
                 self._pending_phy = phy
             return
         f = self.files[-1] if self.files else None
         if f is None or f.index_count >= self.index_num or (self._spare is None and f.index_count * 2 > self.index_num):
             f = self._writable()
             if f is None:
-                self._pending, self._pending_phy = entries, phy
+                self._pending, self._pending_phy = _entries(prefix, uniq_key, keys, phy, store_ts), phy
                 return
         if phy < f.end_phy:
             return
-        self._put_all(f, entries)
+        hash2 = R.index_key_hash2
+        if uniq_key and not f.put_key(hash2(prefix, uniq_key), phy, store_ts):
+            self._put_all(f, _entries(prefix, uniq_key, keys, phy, store_ts))  # full: roll, or wait for a file
+            return
+        if keys:
+            done = 0
+            for k in keys.split(" "):
+                if k and not f.put_key(hash2(prefix, k), phy, store_ts):
+                    self._put_all(f, _entries(prefix, None, keys, phy, store_ts)[done:])
+                    return
+                done += 1 if k else 0
+        f.write_header()  # in the mapping at once: a killed process leaves a header matching its slots
+        self.dirty.add(f)
 
     def _put_all(self, f: IndexFile, entries: list[tuple[int, int, int]]) -> bool:
         """Put entries, rolling to new files as they fill; False when the rest waits for a file."""

@@ -635,8 +635,12 @@ class MessageStore:
             self.commitlog.topic_queue_table.pop(key, None)
 
     def wait_for_file_jobs(self) -> None:
-        """Block until files queued for creation or deletion are done (for tests)."""
+        """Block until files queued for creation or deletion are done and what waited for them is written
+        (for tests and benchmarks that drive the broker without running the reactor)."""
         self._allocator.submit(lambda: None).result()
+        for cq in list(self.waiting_cqs):
+            self._cq_file_made(cq)
+        self._index_file_made()
 
     def run_retention_now(self) -> None:
         """Delete expired files now, as at deleteWhen (for tests and admin commands)."""
