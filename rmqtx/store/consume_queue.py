@@ -111,7 +111,7 @@ class ConsumeQueue:
 
     @property
     def waiting(self) -> bool:
-        """Units wait for a file the allocator thread is making (not readable yet)."""
+        """Units wait for a file the allocator thread is making (readable from memory meanwhile)."""
         return self._pending is not None
 
     def ensure_room(self, cq_offset: int) -> None:
@@ -178,6 +178,13 @@ class ConsumeQueue:
                 self._pending = [(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)]
                 self.max_physic_offset = max(self.max_physic_offset, phys_offset + size)
                 return False
+        if self.ext is not None and self.later is not None:
+            making = self.ext.file_future(bitmap)
+            if making is not None:  # the ext unit's file is not made yet: wait for it, as for our own
+                self._pending = [(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)]
+                self.max_physic_offset = max(self.max_physic_offset, phys_offset + size)
+                self.later(self, making)
+                return False
         cur = mf.from_offset + mf.wrote
         expect = cq_offset * UNIT_SIZE
         if expect != cur:
@@ -212,10 +219,14 @@ class ConsumeQueue:
 
     @property
     def max_offset(self) -> int:
+        if self._pending:  # units waiting for their file are readable already
+            return self._pending[-1][3] + 1
         return self.queue.max_offset // UNIT_SIZE
 
     @property
     def min_offset(self) -> int:
+        if self._pending and not self.queue.files:
+            return self._pending[0][3]
         return self.min_logic_offset // UNIT_SIZE
 
     def read_units(self, cq_offset: int, max_bytes: int) -> bytes | None:
@@ -225,11 +236,24 @@ class ConsumeQueue:
             return None
         mf = self.queue.find(offset)
         if mf is None:
-            return None
+            return self._pending_units(cq_offset, max_bytes) if self._pending else None
         pos = offset - mf.from_offset
         if pos >= mf.wrote:
-            return None
+            return self._pending_units(cq_offset, max_bytes) if self._pending else None
         return mf.mm[pos:min(mf.wrote, pos + max_bytes)]
+
+    def _pending_units(self, cq_offset: int, max_bytes: int) -> bytes | None:
+        """Units still waiting for their file, from cq_offset on, encoded as the file will hold them
+        (the tags code itself where an ext address will be: readers take it as a tags code)."""
+        pending = self._pending
+        assert pending
+        i = cq_offset - pending[0][3]
+        if i < 0 or i >= len(pending) or pending[i][3] != cq_offset:
+            return None
+        out = bytearray()
+        for phys, size, tags, _, _, _ in pending[i:i + max(1, max_bytes // UNIT_SIZE)]:
+            out += UNIT.pack(phys, size, tags)
+        return bytes(out)
 
     def unit_at(self, cq_offset: int) -> tuple[int, int, int] | None:
         raw = self.read_units(cq_offset, UNIT_SIZE)

@@ -333,10 +333,14 @@ class IndexService:
         """(physical offsets, last update timestamp, last update offset), newest files first."""
         max_num = min(max_num, self.max_batch)
         out: list[int] = []
+        h = R.index_key_hash(f"{topic}#{key}")
+        if self._pending:  # the newest entries, waiting for their file: found all the same
+            for eh, phy, ts in reversed(self._pending):
+                if eh == h and begin <= ts <= end and len(out) < max_num:
+                    out.append(phy)
         if not self.files:
             return out, 0, 0
         last = self.files[-1]
-        h = R.index_key_hash(f"{topic}#{key}")
         for f in reversed(self.files):
             if f.is_time_matched(begin, end):
                 f.select(h, max_num, begin, end, out)

@@ -165,7 +165,7 @@ class MessageStore:
         self._when_made(fut, self._cq_file_made, cq)
 
     def _cq_file_made(self, cq: ConsumeQueue) -> None:
-        """Write a queue's waiting units into its new file and wake readers (long polling, HA)."""
+        """Write a queue's waiting units into its new file (readers saw them in memory already)."""
         if not self._running or cq not in self.waiting_cqs:
             return
         if self.consume_queues.get((cq.topic, cq.queue_id)) is not cq:  # deleted meanwhile
@@ -179,8 +179,6 @@ class MessageStore:
         if done:
             self.waiting_cqs.discard(cq)
         self.dirty_cqs.add(cq)
-        if self._listeners:
-            self._notify(cq.topic, cq.queue_id, cq.max_offset)
 
     def _index_later(self, index: IndexService, fut: Any) -> None:
         self._when_made(fut, self._index_file_made)
@@ -285,7 +283,7 @@ class MessageStore:
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
         if app is not None:
             self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
-            if self._listeners and cq is not None and not cq.waiting:  # a waiting queue tells when written
+            if self._listeners and cq is not None:
                 new_max = cq.max_offset
                 for fn in self._listeners:
                     try:
@@ -307,7 +305,7 @@ class MessageStore:
             for app in apps:
                 self._dispatch(batch.topic, cq, res.store_timestamp, batch.sys_flag, app, None)
             if apps:
-                if self._listeners and cq is not None and not cq.waiting:
+                if self._listeners and cq is not None:
                     self._notify(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
                     return self._await_flush(res)
