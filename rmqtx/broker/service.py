@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from twisted.application import service
 from twisted.internet import defer, task
 from twisted.internet.error import CannotListenError
@@ -53,6 +55,7 @@ class BrokerService(service.Service):
         self.dispatcher = Dispatcher()
         self.factory = RemotingServerFactory(self.dispatcher, idle_timeout=config.channelExpiredTimeout / 1000)
         self.port = None
+        self.fast_port: Any = None
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
@@ -157,6 +160,8 @@ class BrokerService(service.Service):
             raise listen_failure("the broker", e) from None
         if ephemeral:
             self.config.listenPort = self.port.getHost().port
+        else:
+            self._listen_fast(listening)
         ctx.store.start(self.reactor)
         if not self.config.is_slave:  # a slave neither delivers delayed messages nor checks transactions
             ctx.schedule.start()
@@ -179,12 +184,25 @@ class BrokerService(service.Service):
         )
         super().startService()
 
+    def _listen_fast(self, listening: Any) -> None:
+        """Java's second server on listenPort - 2 (its "VIP channel"): a Java slave fetches the master's
+        topic config there. A port taken is logged, as the broker serves on without it."""
+        port = self.config.listenPort - 2
+        if port <= 0:
+            return
+        try:
+            self.fast_port = self.reactor.listenTCP(port, listening, interface=self.config.listenAddress)
+        except CannotListenError as e:
+            log.warn("cannot listen on the fast port {port} (listenPort - 2): {why}", port=port, why=e.socketError)
+
     async def _stop(self) -> None:
         ctx = self.ctx
         if self.console_port is not None:
             await self.console_port.stopListening()
         if self.port is not None:
             await self.port.stopListening()
+        if self.fast_port is not None:
+            await self.fast_port.stopListening()
         if ctx is not None:
             for loop in (self._offset_flush, self._filter_flush):
                 if loop is not None and loop.running:

@@ -18,11 +18,11 @@ from rmqtx.broker.reput import committed_copy
 from rmqtx.broker.timer import is_timer_request
 from rmqtx.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties, properties_to_string
-from rmqtx.remoting.codes import RequestCode
+from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CheckTransactionStateRequestHeader
 from rmqtx.store.record import RecordError, decode_record, encode_record, record_msg_id
-from rmqtx.store.results import MessageToStore, PutResult
+from rmqtx.store.results import MessageToStore, PutResult, PutStatus
 
 log = Logger(namespace="rmqtx.broker.transactions")
 
@@ -38,7 +38,31 @@ TRANSACTION_MASK, COMMIT, ROLLBACK = 0xC, 0x8, 0xC
 
 
 class TransactionError(Exception):
-    """An END_TRANSACTION that does not name a pending half message; the remark says why."""
+    """An END_TRANSACTION that does not name a pending half message, or whose commit was not stored; the
+    remark says why, ``code`` is the answer's (SYSTEM_ERROR unless Java answers otherwise)."""
+
+    def __init__(self, remark: str, code: int = ResponseCode.SYSTEM_ERROR) -> None:
+        super().__init__(remark)
+        self.code = code
+
+
+#: A commit put with one of these statuses counts as stored (Java's sendFinalMessage answers SUCCESS).
+_COMMITTED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.FLUSH_SLAVE_TIMEOUT, PutStatus.SLAVE_NOT_AVAILABLE)
+
+
+def _commit_failure(status: PutStatus, max_message_size: int) -> TransactionError:
+    """Java's sendFinalMessage answer for a commit the store refused."""
+    if status is PutStatus.CREATE_MAPPED_FILE_FAILED:
+        return TransactionError("Create mapped file failed.")
+    if status in (PutStatus.MESSAGE_ILLEGAL, PutStatus.PROPERTIES_SIZE_EXCEEDED):
+        return TransactionError(
+            f"The message is illegal, maybe msg body or properties length not matched. msg body length limit "
+            f"{max_message_size}B, msg properties length limit 32KB.", ResponseCode.MESSAGE_ILLEGAL)
+    if status is PutStatus.SERVICE_NOT_AVAILABLE:
+        return TransactionError("Service not available now.", ResponseCode.SERVICE_NOT_AVAILABLE)
+    if status is PutStatus.OS_PAGECACHE_BUSY:
+        return TransactionError("OS page cache busy, please try another machine")
+    return TransactionError("UNKNOWN_ERROR")
 
 
 class TransactionService:
@@ -56,6 +80,8 @@ class TransactionService:
         self._loop: task.LoopingCall | None = None
         self.schedule = schedule  # the ScheduleMessageService, for committed copies that carry a delay level
         self.timer = None  # the TimerMessageService, for committed copies that carry a delivery time
+        #: SYNC_MASTER: (put Deferred, stored properties) -> a Deferred that also waits for the slave
+        self.after_put: Callable[[defer.Deferred, str], defer.Deferred] | None = None
 
     # -- life -------------------------------------------------------------------------------
     def load(self) -> None:
@@ -128,23 +154,35 @@ class TransactionService:
         if uniq:
             self.resolved_ids.add(uniq)
         self.resolved_offsets.add(half.queue_offset)
-        d = self._put_final(half, props) if state == COMMIT else defer.succeed(None)
-        return d.addCallback(lambda _: self._write_op(half))
+        if state != COMMIT:
+            return self._write_op(half).addCallback(lambda _: None)
+        return self._put_final(half, props).addCallback(self._committed, half, uniq)
+
+    def _committed(self, result: PutResult, half, uniq: str) -> "defer.Deferred[None]":
+        """Java writes the op record (and answers SUCCESS) only for a commit the store took; else the half stays."""
+        if result.status not in _COMMITTED:
+            self.resolved_offsets.discard(half.queue_offset)
+            self.resolved_ids.discard(uniq)
+            raise _commit_failure(result.status, self.config.maxMessageSize)
+        return self._write_op(half).addCallback(lambda _: None)
 
     def _put_final(self, half, props: dict[str, str]) -> "defer.Deferred[PutResult]":
         """The committed copy on its real topic; a DELAY level still in it sends it through the schedule topic, as in Java."""
         copy, routing = committed_copy(half)
         timer = self.timer
+        redirected = False
         if timer is not None and is_timer_request(routing):
             topic, queue_id, refusal = timer.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
             if refusal is None and topic != copy.topic:
                 copy.topic, copy.queue_id, copy.properties = topic, queue_id, properties_to_string(routing)
-                return self.store.put_message(copy)
-        if self.schedule is not None:
+                redirected = True
+        if self.schedule is not None and not redirected:
             topic, queue_id = self.schedule.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
             if topic != copy.topic:
                 copy.topic, copy.queue_id, copy.properties = topic, queue_id, properties_to_string(routing)
-        return self.store.put_message(copy)
+        d = self.store.put_message(copy)
+        # the copy keeps the half's WAIT: Java's commit waits for a SYNC_MASTER's slave unless it says false
+        return d if self.after_put is None else self.after_put(d, copy.properties)
 
     def _write_op(self, half) -> "defer.Deferred[PutResult]":
         # no topic config for the op topic: Java writes it through the store only, so no route lists it

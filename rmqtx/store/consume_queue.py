@@ -4,7 +4,8 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
+from typing import Callable
 
 from .consume_queue_ext import ConsumeQueueExt, is_ext_addr
 from .mapped_file import MappedFile, MappedFileQueue
@@ -34,6 +35,12 @@ class ConsumeQueue:
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed
         self.min_logic_offset = 0
         self._prealloc_mark = file_size // 2
+        #: Set by a running store: called with (queue, future) when a unit must wait for its file,
+        #: which the allocator thread makes; the store then calls :meth:`write_pending` on the reactor.
+        #: The future is None when making it failed (the store retries later).
+        self.later: Callable[["ConsumeQueue", Future | None], None] | None = None
+        #: Units (in order) that wait for a file being made; None when none waits.
+        self._pending: list[tuple] | None = None
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -91,6 +98,7 @@ class ConsumeQueue:
 
     def destroy(self) -> None:
         """Forget this queue; its files and emptied directories are deleted off the reactor."""
+        self._pending = None
         if self.ext is not None:
             self.ext.destroy()
         self.queue.destroy(parents=(os.path.dirname(self.queue.directory),))
@@ -99,15 +107,43 @@ class ConsumeQueue:
 
     @property
     def needs_file(self) -> bool:
-        """True when the next unit needs a new file."""
+        """True when the next unit needs a new file (or waits for one being made)."""
         last = self.queue.files[-1] if self.queue.files else None
-        return last is None or last.wrote >= self.file_size
+        return last is None or last.wrote >= self.file_size or self._pending is not None
+
+    @property
+    def waiting(self) -> bool:
+        """Units wait for a file the allocator thread is making (readable from memory meanwhile)."""
+        return self._pending is not None
 
     def ensure_room(self, cq_offset: int) -> None:
-        """Make sure the unit for cq_offset can be written (raises OSError if no file can be made)."""
+        """Make sure the unit for cq_offset can be written (raises OSError if no file can be made).
+
+        With ``later`` set (a running store) the file is made in the allocator thread instead and
+        the unit waits for it: the reactor never waits for a file to be created.
+        """
         last = self.queue.last
         if last is None or last.wrote >= self.file_size:
-            self._new_file(cq_offset)
+            if self.later is None:
+                self._new_file(cq_offset)
+            elif self._pending is None and self._start_file(cq_offset) is None:
+                self._pending = []
+
+    def _start_file(self, cq_offset: int) -> MappedFile | None:
+        """The next file if the allocator already made it; else None, its making under way and the store told."""
+        self.queue.prepare_next(cq_offset * UNIT_SIZE)
+        fut = self.queue.next_future()
+        if fut is not None and not fut.done():
+            assert self.later is not None
+            self.later(self, fut)
+            return None
+        if fut is not None and fut.exception() is not None:
+            self.queue.discard_prepared()
+            log.error("consume queue %s/%d: making a file failed: %s", self.topic, self.queue_id, fut.exception())
+            assert self.later is not None
+            self.later(self, None)
+            return None
+        return self._new_file(cq_offset)
 
     def _new_file(self, cq_offset: int) -> MappedFile:
         expect = cq_offset * UNIT_SIZE
@@ -127,15 +163,35 @@ class ConsumeQueue:
         """Append the unit for cq_offset unless it is already there (with ext: its ext unit first)."""
         if phys_offset + size <= self.max_physic_offset:
             return
+        if self._pending is not None:  # behind units that wait for a file: keep the order
+            self._pending.append((phys_offset, size, tags_code, cq_offset, store_ts, bitmap))
+            self.max_physic_offset = phys_offset + size
+            return
+        self._append(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)
+
+    def _append(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int,
+                bitmap: bytes | None) -> bool:
+        """Write one unit; False when it must wait for a file (then it is the first pending one)."""
         files = self.queue.files
         mf = files[-1] if files else None
         if mf is None or mf.wrote >= self.file_size:
-            mf = self._new_file(cq_offset)
+            mf = self._new_file(cq_offset) if self.later is None else self._start_file(cq_offset)
+            if mf is None:
+                self._pending = [(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)]
+                self.max_physic_offset = max(self.max_physic_offset, phys_offset + size)
+                return False
+        if self.ext is not None and self.later is not None:
+            making = self.ext.file_future(bitmap)
+            if making is not None:  # the ext unit's file is not made yet: wait for it, as for our own
+                self._pending = [(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)]
+                self.max_physic_offset = max(self.max_physic_offset, phys_offset + size)
+                self.later(self, making)
+                return False
         cur = mf.from_offset + mf.wrote
         expect = cq_offset * UNIT_SIZE
         if expect != cur:
             if expect < cur:
-                return
+                return True
             log.warning("consume queue %s/%d: unit %d written at %d", self.topic, self.queue_id,
                         cq_offset, cur // UNIT_SIZE)
         if self.ext is not None:
@@ -144,18 +200,35 @@ class ConsumeQueue:
                 tags_code = addr
         UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
         mf.wrote += UNIT_SIZE
-        self.max_physic_offset = phys_offset + size
+        self.max_physic_offset = max(self.max_physic_offset, phys_offset + size)
         if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
             self.queue.prepare_next()
+        return True
+
+    def write_pending(self) -> bool:
+        """Write the units that waited for a file (reactor thread); False if they wait for another one."""
+        pending, self._pending = self._pending, None
+        if not pending:
+            return True
+        for i, unit in enumerate(pending):
+            if not self._append(*unit):
+                assert self._pending is not None
+                self._pending.extend(pending[i + 1:])
+                return False
+        return True
 
     # ---- read -----------------------------------------------------------------------------
 
     @property
     def max_offset(self) -> int:
+        if self._pending:  # units waiting for their file are readable already
+            return self._pending[-1][3] + 1
         return self.queue.max_offset // UNIT_SIZE
 
     @property
     def min_offset(self) -> int:
+        if self._pending and not self.queue.files:
+            return self._pending[0][3]
         return self.min_logic_offset // UNIT_SIZE
 
     def read_units(self, cq_offset: int, max_bytes: int) -> bytes | None:
@@ -165,11 +238,24 @@ class ConsumeQueue:
             return None
         mf = self.queue.find(offset)
         if mf is None:
-            return None
+            return self._pending_units(cq_offset, max_bytes) if self._pending else None
         pos = offset - mf.from_offset
         if pos >= mf.wrote:
-            return None
+            return self._pending_units(cq_offset, max_bytes) if self._pending else None
         return mf.mm[pos:min(mf.wrote, pos + max_bytes)]
+
+    def _pending_units(self, cq_offset: int, max_bytes: int) -> bytes | None:
+        """Units still waiting for their file, from cq_offset on, encoded as the file will hold them
+        (the tags code itself where an ext address will be: readers take it as a tags code)."""
+        pending = self._pending
+        assert pending
+        i = cq_offset - pending[0][3]
+        if i < 0 or i >= len(pending) or pending[i][3] != cq_offset:
+            return None
+        out = bytearray()
+        for phys, size, tags, _, _, _ in pending[i:i + max(1, max_bytes // UNIT_SIZE)]:
+            out += UNIT.pack(phys, size, tags)
+        return bytes(out)
 
     def unit_at(self, cq_offset: int) -> tuple[int, int, int] | None:
         raw = self.read_units(cq_offset, UNIT_SIZE)
@@ -195,6 +281,8 @@ class ConsumeQueue:
 
     def truncate_dirty(self, phys_end: int) -> None:
         """Drop units pointing at or past phys_end (the commit log was cut there)."""
+        if self._pending is not None:
+            self._pending = [u for u in self._pending if u[0] < phys_end]
         while self.queue.files:
             mf = self.queue.files[-1]
             pos = self._first_unit_at_or_after(mf, phys_end)
@@ -211,6 +299,8 @@ class ConsumeQueue:
         if last is not None and last.wrote:
             off, size, _ = UNIT.unpack_from(last.mm, last.wrote - UNIT_SIZE)
             self.max_physic_offset = off + size
+        if self._pending:
+            self.max_physic_offset = self._pending[-1][0] + self._pending[-1][1]
         if self.ext is not None:
             ext_addr = self._last_ext_addr()
             if ext_addr is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from typing import NamedTuple
 
 from .mapped_file import MappedFile, MappedFileQueue
@@ -95,6 +95,16 @@ class ConsumeQueueExt:
         except OSError as e:
             log.warning("consume queue ext %s/%d: %s; storing the tags code only", self.topic, self.queue_id, e)
         return None
+
+    def file_future(self, bitmap: bytes | None) -> Future | None:
+        """The making of the file the next unit needs, while it is not done (None: it can be written now)."""
+        size = MIN_UNIT_SIZE + len(bitmap or b"")
+        last = self.queue.last
+        if last is not None and size <= self.file_size - last.wrote - END_BLANK:
+            return None
+        self.queue.prepare_next(0)
+        fut = self.queue.next_future()
+        return fut if fut is not None and not fut.done() else None
 
     # ---- read -----------------------------------------------------------------------------
 

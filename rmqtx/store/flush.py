@@ -188,7 +188,7 @@ class FlushService:
         assert ckpt is not None
         if self.flushed_store_ts:
             ckpt.physic_ts = self.flushed_store_ts
-        if store.dispatched_ts and thorough:
+        if store.dispatched_ts and thorough and not store.files_pending:  # units waiting for a file are not on disk yet
             ckpt.logics_ts = store.dispatched_ts
         if store.index.files:
             ckpt.index_ts = store.index.files[-1].end_ts or ckpt.index_ts

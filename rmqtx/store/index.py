@@ -158,6 +158,15 @@ class IndexFile:
         self.write_header()
 
 
+def _entries(prefix: str, uniq_key: str | None, keys: str | None, phy: int, store_ts: int) -> list[tuple[int, int, int]]:
+    """A record's index entries as (hash, phy, store time): UNIQ_KEY first, then each KEYS word."""
+    hash2 = R.index_key_hash2
+    out = [(hash2(prefix, uniq_key), phy, store_ts)] if uniq_key else []
+    if keys:
+        out.extend((hash2(prefix, k), phy, store_ts) for k in keys.split(" ") if k)
+    return out
+
+
 class IndexService:
     """The index files of a store, oldest first; builds entries for each dispatched record."""
 
@@ -174,6 +183,12 @@ class IndexService:
         self.files: list[IndexFile] = []
         self.dirty: set[IndexFile] = set()
         self._spare: Future | None = None
+        #: Set by a running store: called with (self, future) when entries must wait for a file the
+        #: allocator thread is making; the store then calls :meth:`write_pending` on the reactor.
+        self.later: Callable[["IndexService", Future | None], None] | None = None
+        #: (hash, phy, store_ts) entries waiting for a file, in order; None when none waits.
+        self._pending: list[tuple[int, int, int]] | None = None
+        self._pending_phy = -1
 
     def load(self) -> None:
         if not os.path.isdir(self.directory):
@@ -204,7 +219,6 @@ class IndexService:
     def _prepare_spare(self) -> None:
         if self.allocator is None or self._spare is not None:
             return
-        os.makedirs(self.directory, exist_ok=True)
         self._spare = self.allocator.submit(MappedFile.create, self._new_path(), self.file_size, 0, self.preallocate)
 
     def _roll(self) -> IndexFile:
@@ -227,10 +241,31 @@ class IndexService:
         self.files.append(f)
         return f
 
-    def _writable(self) -> IndexFile:
+    @property
+    def waiting(self) -> bool:
+        """Entries wait for a file the allocator thread is making (not searchable yet)."""
+        return self._pending is not None
+
+    def _roll_or_wait(self) -> IndexFile | None:
+        """A new current file; with ``later`` set, None instead of waiting for the allocator (the store is told)."""
+        if self.later is None:
+            return self._roll()
+        self._prepare_spare()
+        fut = self._spare
+        if fut is not None and not fut.done():
+            self.later(self, fut)
+            return None
+        if fut is not None and fut.exception() is not None:
+            self._spare = None
+            log.error("making an index file failed: %s", fut.exception())
+            self.later(self, None)
+            return None
+        return self._roll()
+
+    def _writable(self) -> IndexFile | None:
         f = self.files[-1] if self.files else None
         if f is None or f.is_full:
-            f = self._roll()
+            f = self._roll_or_wait()
         elif self._spare is None and f.index_count * 2 > self.index_num:
             self._prepare_spare()
         return f
@@ -240,37 +275,73 @@ class IndexService:
         """Index one record under topic#UNIQ_KEY and topic#KEY (raises OSError if no file can be made)."""
         if (sys_flag & R.TRANSACTION_MASK) == R.TRANSACTION_ROLLBACK:
             return
+        prefix = topic + "#"
+        if self._pending is not None:  # behind entries that wait for a file: keep the order
+            if phy >= self._pending_phy:
+                self._pending.extend(_entries(prefix, uniq_key, keys, phy, store_ts))
+                self._pending_phy = phy
+            return
         f = self.files[-1] if self.files else None
         if f is None or f.index_count >= self.index_num or (self._spare is None and f.index_count * 2 > self.index_num):
             f = self._writable()
+            if f is None:
+                self._pending, self._pending_phy = _entries(prefix, uniq_key, keys, phy, store_ts), phy
+                return
         if phy < f.end_phy:
             return
-        prefix = topic + "#"
         hash2 = R.index_key_hash2
         if uniq_key and not f.put_key(hash2(prefix, uniq_key), phy, store_ts):
-            f = self._put_rolling(hash2(prefix, uniq_key), phy, store_ts)
+            self._put_all(f, _entries(prefix, uniq_key, keys, phy, store_ts))  # full: roll, or wait for a file
+            return
         if keys:
+            done = 0
             for k in keys.split(" "):
                 if k and not f.put_key(hash2(prefix, k), phy, store_ts):
-                    f = self._put_rolling(hash2(prefix, k), phy, store_ts)
+                    self._put_all(f, _entries(prefix, None, keys, phy, store_ts)[done:])
+                    return
+                done += 1 if k else 0
         f.write_header()  # in the mapping at once: a killed process leaves a header matching its slots
         self.dirty.add(f)
 
-    def _put_rolling(self, h: int, phy: int, store_ts: int) -> IndexFile:
-        """The current file is full: put the entry into new ones until it fits."""
-        f = self._roll()
-        while not f.put_key(h, phy, store_ts):
-            f = self._roll()
-        return f
+    def _put_all(self, f: IndexFile, entries: list[tuple[int, int, int]]) -> bool:
+        """Put entries, rolling to new files as they fill; False when the rest waits for a file."""
+        for i, (h, phy, ts) in enumerate(entries):
+            while not f.put_key(h, phy, ts):
+                nf = self._roll_or_wait()
+                if nf is None:
+                    self._pending, self._pending_phy = entries[i:], phy
+                    break
+                f = nf
+            else:
+                continue
+            break
+        f.write_header()  # in the mapping at once: a killed process leaves a header matching its slots
+        self.dirty.add(f)
+        return self._pending is None
+
+    def write_pending(self) -> bool:
+        """Put the entries that waited for a file (reactor thread); False if they wait for another one."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return True
+        f = self._writable()
+        if f is None:
+            self._pending = pending + (self._pending or [])
+            return False
+        return self._put_all(f, pending)
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
         """(physical offsets, last update timestamp, last update offset), newest files first."""
         max_num = min(max_num, self.max_batch)
         out: list[int] = []
+        h = R.index_key_hash(f"{topic}#{key}")
+        if self._pending:  # the newest entries, waiting for their file: found all the same
+            for eh, phy, ts in reversed(self._pending):
+                if eh == h and begin <= ts <= end and len(out) < max_num:
+                    out.append(phy)
         if not self.files:
             return out, 0, 0
         last = self.files[-1]
-        h = R.index_key_hash(f"{topic}#{key}")
         for f in reversed(self.files):
             if f.is_time_matched(begin, end):
                 f.select(h, max_num, begin, end, out)
@@ -280,6 +351,8 @@ class IndexService:
 
     def truncate(self, phys_end: int) -> None:
         """Drop entries for records at or past phys_end (cut from the commit log)."""
+        if self._pending is not None:
+            self._pending = [e for e in self._pending if e[1] < phys_end]
         while self.files:
             f = self.files[-1]
             if f.index_count > 1 and f.begin_phy >= phys_end and len(self.files) > 1:

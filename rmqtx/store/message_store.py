@@ -6,7 +6,7 @@ import logging
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, succeed
 
@@ -90,6 +90,9 @@ class MessageStore:
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
         self._bitmap_calc: BitmapCalculator | None = None
+        self._reactor: Any = None
+        #: Consume queues whose units wait for a file the allocator thread is making.
+        self.waiting_cqs: set[ConsumeQueue] = set()
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -141,8 +144,67 @@ class MessageStore:
         """Start periodic flush and retention on the reactor."""
         if reactor is None:
             from twisted.internet import reactor  # type: ignore[no-redef]
+        self._reactor = reactor
+        for cq in self.consume_queues.values():
+            cq.later = self._cq_later
+        self.index.later = self._index_later
         self.flush.start(reactor)
         self.retention.start(reactor)
+
+    # ---- files made in the allocator thread -----------------------------------------------------
+
+    def _when_made(self, fut: Any, fn: Callable[..., None], *args: Any) -> None:
+        """fn(*args) on the reactor once fut (a file being made) is done; after 1 s to retry a failure (fut None)."""
+        reactor = self._reactor
+        if fut is None:
+            reactor.callLater(1.0, fn, *args)
+        else:
+            fut.add_done_callback(lambda _f: reactor.callFromThread(fn, *args))
+
+    def _cq_later(self, cq: ConsumeQueue, fut: Any) -> None:
+        self.waiting_cqs.add(cq)
+        self._when_made(fut, self._cq_file_made, cq)
+
+    def _cq_file_made(self, cq: ConsumeQueue) -> None:
+        """Write a queue's waiting units into its new file (readers saw them in memory already)."""
+        if not self._running or cq not in self.waiting_cqs:
+            return
+        if self.consume_queues.get((cq.topic, cq.queue_id)) is not cq:  # deleted meanwhile
+            self.waiting_cqs.discard(cq)
+            return
+        try:
+            done = cq.write_pending()
+        except OSError as e:
+            log.error("consume queue %s/%d: %s", cq.topic, cq.queue_id, e)
+            return
+        if done:
+            self.waiting_cqs.discard(cq)
+        self.dirty_cqs.add(cq)
+
+    def _index_later(self, index: IndexService, fut: Any) -> None:
+        self._when_made(fut, self._index_file_made)
+
+    def _index_file_made(self) -> None:
+        if self._running and self.index.waiting:
+            try:
+                self.index.write_pending()
+            except OSError as e:
+                log.error("index: %s", e)
+
+    @property
+    def files_pending(self) -> bool:
+        """Dispatched units or index entries still wait for a file: the checkpoint's logics time must not pass them."""
+        return bool(self.waiting_cqs) or self.index.waiting
+
+    def _write_waiting(self) -> None:
+        """Shutdown: wait for files being made (fine now) and write what waited for them."""
+        for cq in list(self.waiting_cqs):
+            cq.later = None
+            cq.write_pending()
+            self.dirty_cqs.add(cq)
+        self.waiting_cqs.clear()
+        self.index.later = None
+        self.index.write_pending()
 
     def shutdown(self) -> None:
         """Stop services, flush everything, write the checkpoint, remove abort, unlock."""
@@ -151,6 +213,7 @@ class MessageStore:
         self._running = False
         self.retention.stop()
         self.flush.stop()
+        self._write_waiting()
         self.flush.flush_all_now()
         self.commitlog.queue.close()
         for cq in self.consume_queues.values():
@@ -184,6 +247,8 @@ class MessageStore:
                               self.config.mapped_file_size_consume_queue, self._allocator,
                               self._ext_root, self.config.mapped_file_size_consume_queue_ext,
                               self.config.warm_maped_file_enable)
+            if self._reactor is not None:
+                cq.later = self._cq_later
             self.consume_queues[(topic, queue_id)] = cq
         return cq
 
@@ -565,12 +630,17 @@ class MessageStore:
         for key in [k for k in self.consume_queues if k[0] in topics]:
             cq = self.consume_queues.pop(key)
             self.dirty_cqs.discard(cq)
+            self.waiting_cqs.discard(cq)
             cq.destroy()
             self.commitlog.topic_queue_table.pop(key, None)
 
     def wait_for_file_jobs(self) -> None:
-        """Block until files queued for creation or deletion are done (for tests)."""
+        """Block until files queued for creation or deletion are done and what waited for them is written
+        (for tests and benchmarks that drive the broker without running the reactor)."""
         self._allocator.submit(lambda: None).result()
+        for cq in list(self.waiting_cqs):
+            self._cq_file_made(cq)
+        self._index_file_made()
 
     def run_retention_now(self) -> None:
         """Delete expired files now, as at deleteWhen (for tests and admin commands)."""

@@ -168,6 +168,7 @@ def warm_up(hot: HotPath) -> None:
     feed_all(hot, hot.send_reads(QUEUES * 32))
     ok = sends_ok(hot)
     assert ok == QUEUES * 32, ok
+    hot.broker.ctx.store.wait_for_file_jobs()  # new queues' and the index's first files are made in a thread
     feed_all(hot, hot.pull_reads(1))
     got = pulled(hot)
     assert got == QUEUES * 32, got

@@ -1,5 +1,9 @@
 """Mixed pairs with the Apache RocketMQ 4.9.8 broker: an rmqtx slave of a Java master and a Java slave
-of an rmqtx master replicate under load into byte-equal commit logs.
+of an rmqtx master replicate under load into byte-equal commit logs; then, under load again, the
+SYNC_MASTER is killed with SIGKILL: every message it acked is on the slave byte for byte, a consumer
+reads them all from the slave, and reads from the master again once it is back.
+
+Each test starts a JVM (twice for the Java master): slow, so CI runs this module once (trial only).
 
 The Java jars come from the bench-vs-java helper's ``benchmarks/vs_java.py`` (it builds 4.9.8 from the
 source release on Maven Central, once, into ``~/.cache/rmqtx-bench``); this module reuses its build
@@ -8,14 +12,21 @@ function, JVM flags and logback configuration instead of copying them.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import unittest
 from pathlib import Path
 
-from rmqtx.remoting.codes import ResponseCode
-from tests.ha.harness import Cluster, Proc, Sender, wait_until
+from rmqtx.broker.jsonfiles import loads_fastjson
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.command import RemotingCommand
+from rmqtx.store.record import decode_record
+from tests.e2e.harness import REPO, call
+from tests.ha.harness import Cluster, Proc, Sender, stored_offset, wait_until
 
 try:
     from benchmarks import vs_java
@@ -24,6 +35,11 @@ except ImportError:  # the bench-vs-java branch is not merged yet
 
 JAVA_HEAP = ["-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=512m"]
 TOPIC = "T_mixed"
+#: 4.9.8 unmaps files through java.nio internals when it recovers a store after a crash; JDK 9+ must open
+#: them (only JDK 9+ launchers read this variable, so a JDK 8 is not affected).
+JDK9_OPENS = (
+    "--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED "
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED")
 
 
 def java_opens() -> list[str]:
@@ -81,7 +97,7 @@ class JavaBroker(Proc):
 
         with open(self.root / f"{self.name}.out", "ab") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env={**os.environ, "ROCKETMQ_HOME": str(home)}, start_new_session=True)
+                                         env={**os.environ, "ROCKETMQ_HOME": str(home), "JDK_JAVA_OPTIONS": JDK9_OPENS}, start_new_session=True)
         wait_until(lambda: self._up(), timeout, f"Java broker {self.name}", step=0.2)
         return self
 
@@ -123,6 +139,52 @@ def _load(addr: str, count: int, producers: int = 3) -> list[int]:
     return codes
 
 
+def _load_until_killed(master, acked_wanted: int) -> tuple[list[tuple[int, bytes]], list[int]]:
+    """Four producers send until acked_wanted are acked, then the master gets SIGKILL mid-load;
+    (commit log offset, body) of every acked message and every answer's code."""
+    acked: list[tuple[int, bytes]] = []
+    codes: list[int] = []
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def producer(n: int) -> None:
+        try:
+            sender = Sender(master.addr, group=f"P_kill_{n}")
+        except OSError:
+            return
+        i = 0
+        try:
+            while not stop.is_set():
+                body = f"k{n}-{i}-".encode() + b"z" * 300
+                resp = sender.send(TOPIC, body, n % 4)
+                with lock:
+                    codes.append(resp.code)
+                    if resp.code == ResponseCode.SUCCESS:
+                        acked.append((stored_offset(resp), body))
+                i += 1
+        except (OSError, ConnectionError):
+            pass  # the master was killed under us
+        finally:
+            sender.close()
+
+    threads = [threading.Thread(target=producer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(lambda: len(acked) >= acked_wanted, 60, f"{acked_wanted} acked sends")
+    finally:
+        master.kill9()
+        stop.set()
+        for t in threads:
+            t.join(20)
+    return acked, codes
+
+
+def _runtime(addr: str) -> dict:
+    resp = call(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5)
+    return (loads_fastjson(resp.body) or {}).get("table", {}) if resp.body else {}
+
+
 def _first_ack(addr: str) -> None:
     """A SYNC_MASTER answers SLAVE_NOT_AVAILABLE until its slave's first report: wait for a plain SUCCESS."""
     sender = Sender(addr)
@@ -139,15 +201,64 @@ class MixedPairTest(unittest.TestCase):
     def setUp(self) -> None:
         vs_java.java_classpaths()  # builds once (minutes) on a fresh machine, cached after
         self.cluster = Cluster()
-
-    def tearDown(self) -> None:
-        self.cluster.close()
+        self.consumer: subprocess.Popen | None = None
+        self.lines: list[dict] = []
 
     def _equal(self, master, slave, what: str) -> int:
         def same() -> int:
             m = master.commit_log_bytes().rstrip(b"\0")
             return len(m) if len(m) > 0 and slave.commit_log_bytes(len(m)) == m else 0
         return wait_until(same, 40, what, step=0.5)
+
+    def tearDown(self) -> None:
+        if self.consumer is not None and self.consumer.poll() is None:
+            self.consumer.kill()
+            self.consumer.wait(10)
+        self.cluster.close()
+
+    def _start_consumer(self, seconds: float) -> None:
+        """The rmqtx Python pull consumer (tests/ha/consume_script.py), routed by the NameServer."""
+        self.consumer = subprocess.Popen([sys.executable, "-m", "tests.ha.consume_script", self.cluster.namesrv.addr, TOPIC,
+                                          str(seconds)], cwd=REPO, stdout=subprocess.PIPE, text=True)
+
+        def read() -> None:
+            assert self.consumer is not None and self.consumer.stdout is not None
+            for line in self.consumer.stdout:
+                if line.startswith("{"):
+                    self.lines.append(json.loads(line))
+        threading.Thread(target=read, daemon=True).start()
+
+    def _bodies(self) -> set[bytes]:
+        return {line["body"].encode() for line in list(self.lines) if "body" in line}
+
+    def _kill_and_fail_over(self, master, slave, slave_topics: Path) -> None:
+        """SIGKILL the SYNC_MASTER under load; the acked messages on the slave; a consumer on the slave, then back."""
+        acked, codes = _load_until_killed(master, 1000)
+        self.assertEqual(set(codes), {ResponseCode.SUCCESS}, "the slave was connected all along")
+        data, stored = slave.commit_log_bytes(), master.commit_log_bytes()
+        for offset, body in acked:  # every acked message is on the slave, byte for byte as the master stored it
+            rec = decode_record(data, offset)
+            self.assertEqual(rec.body, body)
+            self.assertEqual(data[offset:offset + rec.total_size], stored[offset:offset + rec.total_size])
+        namesrv = self.cluster.namesrv
+        wait_until(lambda: namesrv.broker_addrs() == {1: slave.addr}, 30, "the NameServer to drop the master")
+        wait_until(lambda: TOPIC.encode() in slave_topics.read_bytes(), 30, "the topic on the slave")
+        self._start_consumer(120)
+        first = {body for _, body in acked}
+        wait_until(lambda: self._bodies() >= first, 60, "every acked message read from the slave", step=0.5)
+        master.start()
+        wait_until(lambda: namesrv.broker_addrs() == {0: master.addr, 1: slave.addr}, 60, "the master back in the route")
+        _first_ack(master.addr)  # the slave copies from the master again
+        sender = Sender(master.addr)
+        after = set()
+        for i in range(100):
+            body = b"after-%d" % i
+            self.assertEqual(sender.send(TOPIC, body, i % 4).code, ResponseCode.SUCCESS)
+            after.add(body)
+        sender.close()
+        wait_until(lambda: self._bodies() >= first | after, 60, "the messages sent after the restart", step=0.5)
+        # the slave suggests the master (slaveReadEnable off), so the consumer went back to it
+        wait_until(lambda: int(_runtime(master.addr).get("msgGetTotalTodayNow", "0")) > 0, 30, "reads served by the master")
 
     def test_rmqtx_slave_of_java_master(self) -> None:
         java = JavaBroker(self.cluster.root, "java-master", self.cluster.namesrv.addr, {"brokerRole": "SYNC_MASTER"})
@@ -159,9 +270,13 @@ class MixedPairTest(unittest.TestCase):
         self.assertEqual(set(codes), {ResponseCode.SUCCESS})
         end = self._equal(java, slave, "the rmqtx slave's copy of the Java commit log")
         self.assertGreater(end, 1024 * 1024)
+        self._kill_and_fail_over(java, slave, slave.store / "config" / "topics.json")
 
     def test_java_slave_of_rmqtx_master(self) -> None:
-        master = self.cluster.broker("rmqtx-master", brokerRole="SYNC_MASTER").start()
+        master = self.cluster.broker("rmqtx-master", brokerRole="SYNC_MASTER")
+        master.port = _java_port()  # a Java slave fetches topic config on listenPort - 2, which must be free
+        master.addr = f"127.0.0.1:{master.port}"
+        master.start()
         java = JavaBroker(self.cluster.root, "java-slave", self.cluster.namesrv.addr, {"brokerRole": "SLAVE", "brokerId": "1"})
         self.cluster.procs.append(java)
         java.start()
@@ -170,6 +285,7 @@ class MixedPairTest(unittest.TestCase):
         self.assertEqual(set(codes), {ResponseCode.SUCCESS})
         end = self._equal(master, java, "the Java slave's copy of the rmqtx commit log")
         self.assertGreater(end, 1024 * 1024)
+        self._kill_and_fail_over(master, java, java.store / "config" / "topics.json")
 
 
 if __name__ == "__main__":

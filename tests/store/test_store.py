@@ -7,7 +7,7 @@ import struct
 import threading
 import time
 
-from twisted.internet import defer, reactor
+from twisted.internet import defer, reactor, task
 from twisted.trial import unittest
 
 from rmqtx.store import (BatchToStore, GetStatus, MessageStore, PutStatus, StoreLockedError)
@@ -408,3 +408,89 @@ class FlushTest(unittest.TestCase):
         self.assertEqual(self.store.commitlog.queue.flushed_where, end)
         self.assertGreater(self.store.checkpoint.physic_ts, 0)
         self.assertGreater(self.store.checkpoint.logics_ts, 0)
+
+
+class FileCreationThreadTest(unittest.TestCase):
+    """A running store makes consume queue and index files in its allocator thread, and the reactor never
+    waits for one: every file creation here is held until the reactor itself lets it go, so a reactor
+    waiting for a file would wait in vain (and the creation records that it was not let go)."""
+
+    #: 10 units per queue file, 16 entries per index file
+    store_kw: dict = {"max_hash_slot_num": 8, "max_index_num": 16}
+
+    def setUp(self) -> None:
+        self.ts = TempStore(**self.store_kw)
+        self.store = self.ts.store
+        self.store.start(reactor)
+        self.hold = False
+        self.gate = threading.Event()
+        self.made: list[tuple[str, str, bool]] = []  # (file, thread, whether the reactor let it go)
+        real = mapped_file.MappedFile.create.__func__
+
+        def held_create(cls, path: str, file_size: int, from_offset: int = 0):
+            released = not self.hold or self.gate.wait(3)
+            self.gate.clear()  # the next creation waits for the reactor's next turn
+            self.made.append((path, threading.current_thread().name, released))
+            return real(cls, path, file_size, from_offset)
+
+        self.real_create = mapped_file.MappedFile.create
+        mapped_file.MappedFile.create = classmethod(held_create)
+        self.opener = task.LoopingCall(self.gate.set)  # runs only while the reactor is free
+        self.opener.start(0.02)
+
+    def tearDown(self) -> None:
+        self.opener.stop()
+        mapped_file.MappedFile.create = self.real_create
+        self.hold = False
+        self.gate.set()
+        self.ts.close()
+
+    @defer.inlineCallbacks
+    def test_queue_and_index_files_are_made_off_the_reactor(self) -> None:
+        yield self.store.put_message(msg("Warm", 0, b"w", keys="w"))  # the commit log's first file (made on demand)
+        yield defer.ensureDeferred(wait_until(lambda: not self.store.files_pending, timeout=10))
+        self.made.clear()
+        self.hold = True
+        results = []
+        waited: set[str] = set()
+        for i in range(30):  # new queues, queue files filling every 10 units, index files every 16 entries
+            results.append(self.store.append_message(msg("New", i % 3, b"%d" % i, keys=f"k{i}", uniq=f"u{i}")))
+            # readable and found at once, whether or not its files are made yet
+            got = self.store.get_message("New", i % 3, i // 3, 1)
+            self.assertEqual([decode_record(m).body for m in got.messages], [b"%d" % i])
+            found, _, _ = self.store.query_message("New", f"k{i}", 4, 0, 2 ** 62)
+            self.assertEqual([decode_record(m).body for m in found], [b"%d" % i])
+            waited |= {"queue"} if self.store.waiting_cqs else set()
+            waited |= {"index"} if self.store.index.waiting else set()
+            if i % 4 == 3:
+                yield task.deferLater(reactor, 0.01, lambda: None)  # let files be made and waiting units written
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.assertEqual(waited, {"queue", "index"})  # reads above were served while files were being made
+        yield defer.ensureDeferred(wait_until(
+            lambda: not self.store.files_pending and all(self.store.get_max_offset_in_queue("New", q) == 10 for q in range(3)),
+            timeout=10))
+        cq_files = [p for p, _, _ in self.made if os.sep + "consumequeue" + os.sep in p]
+        if self.store_kw.get("enable_consume_queue_ext"):
+            self.assertGreaterEqual(len([p for p, _, _ in self.made if "consumequeue_ext" in p]), 6)
+        index_files = [p for p, _, _ in self.made if os.sep + "index" + os.sep in p]
+        self.assertGreaterEqual(len(cq_files), 3)
+        self.assertGreaterEqual(len(index_files), 2)
+        self.assertEqual([(p, t) for p, t, _ in self.made if not t.startswith("rmqtx-store-alloc")], [])
+        self.assertEqual([p for p, _, released in self.made if not released], [])
+        # order kept: each queue reads back 0..9 in put order, and the index finds every key
+        for q in range(3):
+            got = self.store.get_message("New", q, 0, 32)
+            self.assertEqual([decode_record(m).body for m in got.messages], [b"%d" % i for i in range(q, 30, 3)])
+        for i in range(30):
+            found, _, _ = self.store.query_message("New", f"k{i}", 4, 0, 2 ** 62)
+            self.assertEqual([decode_record(m).body for m in found], [b"%d" % i], i)
+        # a clean restart finds the same
+        self.store.shutdown()
+        self.store = self.ts.store = self.ts.open()
+        self.assertEqual(self.store.get_max_offset_in_queue("New", 2), 10)
+
+
+class ExtFileCreationThreadTest(FileCreationThreadTest):
+    """The same with consume queue ext files (9 units each): they too are made off the reactor."""
+
+    store_kw = {**FileCreationThreadTest.store_kw, "enable_consume_queue_ext": True, "mapped_file_size_consume_queue_ext": 200}

@@ -58,6 +58,8 @@ class HARole:
                 self._fixed_master = True
         else:
             self.master = HAMasterService(ctx.store, reactor, self.sync_master)
+            if self.sync_master:  # a commit's put waits as a send's does (END_TRANSACTION)
+                ctx.transactions.after_put = lambda d, properties: wait_for_replica(ctx, d, properties)
 
     def start(self, ephemeral: bool = False) -> None:
         """ephemeral: the broker port was 0 (tests), so the HA port is any free one unless haListenPort is set."""

@@ -14,6 +14,7 @@ import time
 from twisted.logger import Logger
 
 from rmqtx.broker.context import BrokerContext
+from rmqtx.broker.ha.role import wait_for_replica
 from rmqtx.broker.processors.send import SendProcessor
 from rmqtx.common.message import parse_properties, properties_to_string
 from rmqtx.remoting.codes import RequestCode, ResponseCode
@@ -33,7 +34,8 @@ PROPERTY_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
 PROPERTY_PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
 #: Java's Broker2Client.callClient waits this long for the client's answer.
 PUSH_TIMEOUT_S = 10.0
-_STORED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT)
+#: Java's putOk for a reply: a SYNC_MASTER's slave timing out or missing still counts as stored
+_STORED = (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.FLUSH_SLAVE_TIMEOUT, PutStatus.SLAVE_NOT_AVAILABLE)
 
 
 class ReplyProcessor:
@@ -67,7 +69,7 @@ class ReplyProcessor:
         response = request.make_response(ResponseCode.SUCCESS if pushed else ResponseCode.SYSTEM_ERROR, None if pushed else remark)
         fields = SendMessageResponseHeader("0", queue_id, 0) if pushed else None
         if cfg.storeReplyMessageEnable:
-            result = await self.ctx.store.put_message(
+            put = self.ctx.store.put_message(
                 MessageToStore(
                     topic=header.topic,
                     queue_id=queue_id,
@@ -81,6 +83,8 @@ class ReplyProcessor:
                     reconsume_times=header.reconsumeTimes or 0,
                 )
             )
+            # Java's reply processor stores through the blocking putMessage: a SYNC_MASTER answers after the slave
+            result = await wait_for_replica(self.ctx, put, header.properties or "")
             if result.status in _STORED:
                 fields = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
             else:

@@ -24,6 +24,6 @@ class EndTransactionProcessor:
         d = self.ctx.transactions.end(header.producerGroup, header.commitLogOffset, header.tranStateTableOffset, header.commitOrRollback)
         d.addCallbacks(
             lambda _: request.make_response(ResponseCode.SUCCESS),
-            lambda f: request.make_response(ResponseCode.SYSTEM_ERROR, str(f.value)) if f.check(TransactionError) else f,
+            lambda f: request.make_response(f.value.code, str(f.value)) if f.check(TransactionError) else f,
         )
         return d
