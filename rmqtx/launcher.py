@@ -36,10 +36,13 @@ class BrokerOptions(usage.Options):
         ["namesrv-addr", "n", None, "NameServer addresses, host:port;host:port (default $NAMESRV_ADDR)"],
         ["listen-port", "p", None, "port to listen on (listenPort)", int],
         ["store", None, None, "store root directory (storePathRootDir)"],
+        ["grpc-port", None, None, "serve the RocketMQ 5.x gRPC protocol on this port (grpcPort; off by default)", int],
     ]
 
     def properties(self) -> dict[str, str]:
         props = load_properties(self["config"]) if self["config"] else {}
+        if self["grpc-port"] is not None:
+            props["grpcPort"] = str(self["grpc-port"])
         namesrv = self["namesrv-addr"] or props.get("namesrvAddr") or os.environ.get("NAMESRV_ADDR")
         if namesrv:
             props["namesrvAddr"] = namesrv
@@ -60,6 +63,7 @@ class StandaloneOptions(usage.Options):
         ["port", "p", None, "Broker port (listenPort, default 10911)", int],
         ["bind", None, "127.0.0.1", "address both servers bind and the broker advertises"],
         ["store", None, "./store", "store root directory (storePathRootDir)"],
+        ["grpc-port", None, None, "serve the RocketMQ 5.x gRPC protocol on this port (grpcPort; off by default)", int],
     ]
 
 
@@ -93,6 +97,8 @@ def make_standalone(options: StandaloneOptions) -> service.MultiService:
     broker_props.setdefault("listenAddress", bind)
     broker_props.setdefault("brokerIP1", bind if bind != "0.0.0.0" else "127.0.0.1")
     broker_props.setdefault("storePathRootDir", options["store"])
+    if options["grpc-port"] is not None:
+        broker_props["grpcPort"] = str(options["grpc-port"])
     if options["port"] is not None:
         broker_props["listenPort"] = str(options["port"])
     broker_props["namesrvAddr"] = f"{'127.0.0.1' if bind == '0.0.0.0' else bind}:{options['namesrv-port']}"

@@ -43,6 +43,8 @@ STORE_KEYS = frozenset(
         "accessMessageInMemoryMaxRatio",
     }
 )
+#: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
+GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"})
 
 
 @dataclass
@@ -142,7 +144,7 @@ class BrokerConfig:
         for key, value in props.items():
             if key in kinds:
                 setattr(config, key, _convert(kinds[key], value, key))
-            elif key not in STORE_KEYS and not key.startswith("tls."):
+            elif key not in STORE_KEYS and key not in GRPC_KEYS and not key.startswith("tls."):
                 log.info("broker.conf key {key} is not used by rmqtx; ignored", key=key)
         if "maxMessageSize" in props:
             config.maxMessageSize = int(props["maxMessageSize"])
