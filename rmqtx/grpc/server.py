@@ -22,6 +22,9 @@ log = Logger(namespace="rmqtx.grpc")
 
 #: Pool threads: every open Telemetry stream holds one for as long as the client lives.
 MAX_WORKERS = 64
+#: Inbound frames up to Apache's proxy default (grpcMaxInboundMessageSize 130 MiB): bodies over the
+#: broker's maxMessageSize get MESSAGE_BODY_TOO_LARGE, not a transport error.
+MAX_INBOUND = 130 * 1024 * 1024
 #: The consumer side (POP over gRPC) is not built yet: these answer NOT_IMPLEMENTED.
 UNBUILT = {
     "QueryAssignment": "QueryAssignmentResponse",
@@ -250,7 +253,8 @@ class GrpcEndpoint(service.Service):
         import grpc
 
         _, _, service_grpc = stubs.load()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rmqtx-grpc"))
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rmqtx-grpc"),
+                                  options=[("grpc.max_receive_message_length", MAX_INBOUND)])
         service_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(self.backend, self.reactor), self.server)
         bound = self.server.add_insecure_port(f"{self.address}:{self.port}")
         if bound == 0:

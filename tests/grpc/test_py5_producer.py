@@ -13,22 +13,18 @@ QUEUES = 4
 
 
 class Py5ProducerTest(unittest.TestCase):
-    """One standalone for the class's scenarios; each scenario uses its own topic."""
-
-    server = None
+    """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
 
     def setUp(self) -> None:
-        if Py5ProducerTest.server is None:  # trial runs no setUpClass: start once, lazily
-            server = grpc_standalone(transactionCheckInterval="1000", transactionTimeOut="1000",
-                                     messageDelayLevel="1s 2s 3s 5s")
-            Py5ProducerTest.server = server.start()
-        self.server = Py5ProducerTest.server
+        self.server = grpc_standalone(transactionCheckInterval="1000", transactionTimeOut="1000",
+                                      messageDelayLevel="1s 2s 3s 5s").start()
 
-    @classmethod
-    def tearDownClass(cls) -> None:
-        if cls.server is not None:
-            cls.server.close()
-            cls.server = None
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        if not clean:
+            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
 
     def _topic(self, name: str) -> str:
         topic = f"GRPC_{name}_{int(time.time() * 1000) % 10**8}"
