@@ -198,17 +198,20 @@ class GrpcBackend:
 
     # -- sends --------------------------------------------------------------------------------
     def delay_level(self, deliver_ms: int) -> int:
-        """The smallest delay level that waits at least until ``deliver_ms`` (the timer is not built yet)."""
+        """The shortest delay level that waits at least until ``deliver_ms``, else the longest one.
+
+        The timer (TIMER_DELIVER_MS) is not built yet; Apache's proxy does this with useDelayLevel.
+        """
         remaining = deliver_ms - int(time.time() * 1000)
         if remaining <= 0:
             return 0
         if remaining > MAX_DELAY_MS:
             raise GrpcError("ILLEGAL_DELIVERY_TIME", f"delivery timestamp is more than {MAX_DELAY_MS} ms away")
         levels = parse_delay_levels(self.broker.config.messageDelayLevel)
-        for index, delay in enumerate(levels, 1):
-            if delay >= remaining:
-                return index
-        return len(levels)
+        late_enough = [(delay, index) for index, delay in enumerate(levels, 1) if delay >= remaining]
+        if late_enough:
+            return min(late_enough)[1]
+        return max((delay, -index) for index, delay in enumerate(levels, 1))[1] * -1
 
     async def send(self, msg: Any, types: Any) -> SendOutcome:
         """One apache.rocketmq.v2.Message -> SEND_MESSAGE_V2 to the broker; the entry's answer."""
