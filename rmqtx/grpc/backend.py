@@ -200,7 +200,7 @@ class GrpcBackend:
     def delay_level(self, deliver_ms: int) -> int:
         """The shortest delay level that waits at least until ``deliver_ms``, else the longest one.
 
-        The timer (TIMER_DELIVER_MS) is not built yet; Apache's proxy does this with useDelayLevel.
+        The timer (TIMER_DELIVER_MS) is not built yet; Apache's proxy maps to a level in its useDelayLevel mode.
         """
         remaining = deliver_ms - int(time.time() * 1000)
         if remaining <= 0:
