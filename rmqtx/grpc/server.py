@@ -124,6 +124,12 @@ class MessagingServicer:
                 first_error = first_error or exc
                 entries.append(self.s.SendResultEntry(status=self._status(exc.code, exc.message),
                                                       message_id=msg.system_properties.message_id))
+            except Exception as exc:  # a bug here must still answer, as the proxy's INTERNAL_SERVER_ERROR
+                log.failure("gRPC send failed")
+                error = GrpcError("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}")
+                first_error = first_error or error
+                entries.append(self.s.SendResultEntry(status=self._status(error.code, error.message),
+                                                      message_id=msg.system_properties.message_id))
         if first_error is None:
             status = self._status()
         elif len(entries) == 1:
