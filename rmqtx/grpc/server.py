@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import queue
 import threading
-import zlib
 from concurrent import futures
 from typing import Any, Callable
 
@@ -218,8 +217,7 @@ class MessagingServicer:
             message_id=props.get("UNIQ_KEY") or msg.msg_id, message_type=d.MessageType.TRANSACTION,
             body_encoding=d.Encoding.IDENTITY, queue_id=int(props.get("REAL_QID") or msg.queue_id),
             queue_offset=msg.queue_offset, born_host=msg.born_host.split(":")[0], store_host=msg.store_host,
-            body_digest=d.Digest(type=d.DigestType.CRC32, checksum=format(zlib.crc32(msg.body) & 0xFFFFFFFF, "08X")),
-        )
+        )  # no body digest: the Python SDK pads its CRC32 hex to 8 digits, the Java SDK does not
         if props.get("TAGS"):
             sysp.tag = props["TAGS"]
         if props.get("KEYS"):
