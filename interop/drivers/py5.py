@@ -1,10 +1,12 @@
-"""The ``py5`` column: rocketmq-python-client 5.x (the gRPC SDK) against rmqtx's gRPC endpoint.
+"""The 5.x gRPC SDK columns against rmqtx's gRPC endpoint: ``py5`` (rocketmq-python-client, in its
+own venv from ``scripts/ensure-py5.sh``, as its ``rocketmq`` module clashes with the C++ client's,
+through ``interop/py5/driver.py``) and ``java5grpc`` (rocketmq-client-java from Maven Central,
+``interop/java5grpc``, on the host JVM). Both read the same params and print the same events.
 
-The SDK runs in its own venv (``scripts/ensure-py5.sh``; its ``rocketmq`` module clashes with the C++
-client's) through ``interop/py5/driver.py``. It can only produce here: POP over gRPC is not built,
+They can only produce here: POP over gRPC is not built,
 so what it sent is read back through the broker over remoting (PULL_MESSAGE from every queue), and
 the ``recv`` events carry each message's store time as ``at`` (when it became visible). The cell
-runs ``python -m interop.drivers.py5 OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
+runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
 (``python -m interop --grpc HOST:PORT``).
 """
 
@@ -14,6 +16,7 @@ import base64
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -22,8 +25,11 @@ from interop.drivers import REPO, Driver
 
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
 SDK_DRIVER = REPO / "interop" / "py5" / "driver.py"
+JAVA5GRPC = REPO / "interop" / "java5grpc"
 NO_POP = "needs POP over gRPC (not built yet)"
 NO_API = "rocketmq-python-client 5.x has no {}"
+STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
+                "4.x consumers only inflate zlib)")
 STATES = {"COMMIT_MESSAGE": "COMMIT", "ROLLBACK_MESSAGE": "ROLLBACK"}
 
 
@@ -32,7 +38,7 @@ class Py5Driver(Driver):
     unsupported = {
         "oneway_send": NO_API.format("oneway send"),
         "batch_send": NO_API.format("batch send"),
-        "compressed": "rocketmq-python-client 5.x sends every body uncompressed (body_encoding IDENTITY)",
+        "compressed": STORED_PLAIN,
         "cluster_consume": NO_POP,
         "broadcast_consume": NO_POP,
         "tag_filter": NO_POP,
@@ -57,7 +63,40 @@ class Py5Driver(Driver):
         return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 
     def command(self, op: str, params: dict) -> list[str]:
-        return [sys.executable, "-m", "interop.drivers.py5", op, json.dumps(params)]
+        return [sys.executable, "-m", "interop.drivers.py5", self.name, op, json.dumps(params)]
+
+
+class Java5GrpcDriver(Py5Driver):
+    name = "java5grpc"
+    unsupported = {
+        **Py5Driver.unsupported,
+        "compressed": STORED_PLAIN,
+        "oneway_send": "rocketmq-client-java 5.x has no oneway send",
+        "batch_send": "rocketmq-client-java 5.x has no batch send",
+        "request_reply": "rocketmq-client-java 5.x has no request-reply API",
+        "query_id": "rocketmq-client-java 5.x has no message query API",
+        "query_key": "rocketmq-client-java 5.x has no message query API",
+        "admin_topic": "rocketmq-client-java 5.x has no admin API",
+        "admin_cluster": "rocketmq-client-java 5.x has no admin API",
+        "admin_progress": "rocketmq-client-java 5.x has no admin API",
+    }
+    slot = ("jvm", 3)
+
+    def prepare(self) -> str | None:
+        if not shutil.which("java") or not shutil.which("mvn"):
+            return "java or mvn is not on PATH (scripts/ensure-java.sh)"
+        if not (JAVA5GRPC / "target" / "classes" / "org" / "rmqtx" / "interop" / "Grpc5.class").exists():
+            build = subprocess.run(["mvn", "-q", "-B", "package"], cwd=JAVA5GRPC, capture_output=True, text=True, timeout=900)
+            if build.returncode != 0:
+                return f"mvn package failed in interop/java5grpc: {build.stdout[-500:]}"
+        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+
+
+def sdk_command(column: str) -> list[str]:
+    if column == "java5grpc":
+        classpath = os.pathsep.join([str(JAVA5GRPC / "target" / "classes"), str(JAVA5GRPC / "target" / "lib" / "*")])
+        return [shutil.which("java") or "java", "-Xmx256m", "-cp", classpath, "org.rmqtx.interop.Grpc5"]
+    return [os.path.join(PY5_VENV, "bin", "python"), str(SDK_DRIVER), "-"]
 
 
 # -- the cell (runs in the project's venv) ---------------------------------------------------------
@@ -113,13 +152,12 @@ def read_back(params: dict, want: set[str], deadline: float) -> list:
     return stored()
 
 
-def main(op: str, params: dict) -> int:
+def main(column: str, op: str, params: dict) -> int:
     started = time.time()
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]
     sdk = {"op": "tx" if op == "transaction" else "send", "endpoint": endpoint, "topic": params["topic"],
            "messages": sdk_messages(op, params), "async": params.get("mode") == "async", "wait": params.get("wait", 30)}
-    python = os.path.join(PY5_VENV, "bin", "python")
-    proc = subprocess.run([python, str(SDK_DRIVER), "-"], input=json.dumps(sdk), capture_output=True, text=True,
+    proc = subprocess.run(sdk_command(column), input=json.dumps(sdk), capture_output=True, text=True,
                           timeout=params.get("wait", 30) + 60, cwd=REPO)
     sys.stderr.write(proc.stderr[-4000:])
     for line in proc.stdout.splitlines():
@@ -128,7 +166,7 @@ def main(op: str, params: dict) -> int:
         e = json.loads(line)
         if e["event"] == "sent":
             emit("sent", body=e["body"], at=e["at"], status="SEND_OK", msg_id=e["msg_id"], offset_msg_id="",
-                 queue_offset=e["offset"])
+                 **({"queue_offset": e["offset"]} if e.get("offset") is not None else {}))
         elif e["event"] == "ended":
             state = "COMMIT_MESSAGE" if e["action"] == "commit" else "ROLLBACK_MESSAGE"
             emit("local", body=e["body"], at=e["at"], state=state)
@@ -137,7 +175,7 @@ def main(op: str, params: dict) -> int:
         elif e["event"] == "error":
             emit("error", error=e["error"])
     if proc.returncode != 0:
-        emit("error", error=f"py5 SDK driver exited {proc.returncode}")
+        emit("error", error=f"{column} SDK driver exited {proc.returncode}")
         return 1
     prop_names = sorted({k for m in params["messages"] for k in (m.get("props") or {})})
     for msg in read_back(params, expected(op, params), started + params.get("wait", 30) + 10):
@@ -153,4 +191,4 @@ def main(op: str, params: dict) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], json.loads(sys.argv[2])))
+    sys.exit(main(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))
