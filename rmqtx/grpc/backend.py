@@ -105,7 +105,7 @@ class GrpcBackend:
         self._session_ids = itertools.count(1)
         self.transactions: dict[tuple[str, str], _Transaction] = {}
         self._round_robin = itertools.count()
-        self._heartbeat = task.LoopingCall(self._beat)
+        self._heartbeat = task.LoopingCall(lambda: defer.ensureDeferred(self._beat()))
         self._groups_sent: frozenset[str] = frozenset()
 
     # -- life ---------------------------------------------------------------------------------
