@@ -65,13 +65,14 @@ class Standalone:
         self.proc: subprocess.Popen | None = None
         self.extra_twistd_args: list[str] = []  # e.g. --profile for benchmarks
         self.env: dict[str, str] = {}  # extra environment of the server process
+        self.plugin_args: list[str] = []  # extra rmqstandalone options, e.g. --grpc-port
 
     def start(self, timeout: float = 20.0) -> "Standalone":
         cmd = [
             sys.executable, "-c", "from twisted.scripts.twistd import run; run()",
             "-n", "--pidfile=", "--logfile", str(self.log_path), *self.extra_twistd_args, "rmqstandalone",
             "-c", str(self.conf_path), "--namesrv-port", str(self.namesrv_port),
-            "--port", str(self.broker_port), "--store", str(self.root / "store"),
+            "--port", str(self.broker_port), "--store", str(self.root / "store"), *self.plugin_args,
         ]
         self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      env={**os.environ, **self.env} if self.env else None)

@@ -27,10 +27,13 @@ def py5_python() -> str:
     return str(python)
 
 
-def grpc_standalone(**conf: str) -> Standalone:
-    """A standalone with its gRPC endpoint on a free loopback port (``server.grpc``)."""
+def grpc_standalone(*, by_option: bool = False, **conf: str) -> Standalone:
+    """A standalone with its gRPC endpoint on a free loopback port (``server.grpc``), turned on by
+    ``grpcPort`` in broker.conf or, ``by_option``, by ``--grpc-port``."""
     port = free_port()
-    server = Standalone({"grpcPort": str(port), **conf})
+    server = Standalone(conf if by_option else {"grpcPort": str(port), **conf})
+    if by_option:
+        server.plugin_args = ["--grpc-port", str(port)]
     server.grpc = f"127.0.0.1:{port}"  # type: ignore[attr-defined]
     server.env = {"RMQTX_GRPC_STUBS": str(PY5_VENV)}
     return server

@@ -19,7 +19,7 @@ class StatusCodeTest(unittest.TestCase):
         from rmqtx.grpc import stubs
 
         self.d, self.s, service_grpc = stubs.load()
-        self.server = grpc_standalone().start()
+        self.server = grpc_standalone(by_option=True).start()  # twistd rmqstandalone --grpc-port
         self.server.create_topic("GRPC_STATUS", 2)
         self.channel = grpc.insecure_channel(self.server.grpc)
         self.stub = service_grpc.MessagingServiceStub(self.channel)
