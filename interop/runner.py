@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -120,11 +121,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=list(MODES), default="plain",
                         help="plain; acl (aclEnable, signed clients, refusals); tls (enforcing) or tls-permissive (clients over TLS)")
     parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
-    parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python)")
+    parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python,py5)")
     parser.add_argument("--no-containers", action="store_true", help="run the Java columns' JVMs on the host, not in the podman image")
     parser.add_argument("--java-image", help="run the Java cells in this prebuilt image (interop/java/Dockerfile, target client)")
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all in plain mode, the mode's list otherwise)")
     parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
+    parser.add_argument("--grpc", help="rmqtx's gRPC endpoint (grpcPort), HOST:PORT, for the 5.x gRPC SDK columns (py5)")
     parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
     parser.add_argument("--log-dir", type=Path, help="write each cell's params, events and stderr here")
     return parser.parse_args(argv)
@@ -133,6 +135,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     drivers = all_drivers()
+    if args.grpc:
+        os.environ["RMQTX_INTEROP_GRPC"] = args.grpc  # the cells inherit it
     for driver in drivers.values():
         if hasattr(driver, "containers"):
             driver.containers = not args.no_containers

@@ -48,12 +48,15 @@ class BrokerOptions(usage.Options):
         ["listen-port", "p", None, "port to listen on (listenPort)", int],
         ["store", None, None, "store root directory (storePathRootDir)"],
         ["console-port", None, None, "serve the web console and /metrics on this port (consolePort; 0: any free port)", int],
+        ["grpc-port", None, None, "serve the RocketMQ 5.x gRPC protocol on this port (grpcPort; off by default)", int],
     ]
 
     def properties(self) -> dict[str, str]:
         props = _read(self["config"], "broker.conf") if self["config"] else {}
         if self["console-port"] is not None:
             props["consolePort"] = str(self["console-port"])
+        if self["grpc-port"] is not None:
+            props["grpcPort"] = str(self["grpc-port"])
         namesrv = self["namesrv-addr"] or props.get("namesrvAddr") or os.environ.get("NAMESRV_ADDR")
         if namesrv:
             props["namesrvAddr"] = namesrv
@@ -75,6 +78,7 @@ class StandaloneOptions(usage.Options):
         ["bind", None, "127.0.0.1", "address both servers bind and the broker advertises"],
         ["store", None, "./store", "store root directory (storePathRootDir)"],
         ["console-port", None, None, "serve the web console and /metrics on this port (consolePort; 0: any free port)", int],
+        ["grpc-port", None, None, "serve the RocketMQ 5.x gRPC protocol on this port (grpcPort; off by default)", int],
     ]
 
 
@@ -119,6 +123,8 @@ def make_standalone(options: StandaloneOptions) -> service.MultiService:
     broker_props.setdefault("listenAddress", bind)
     broker_props.setdefault("brokerIP1", bind if bind != "0.0.0.0" else "127.0.0.1")
     broker_props.setdefault("storePathRootDir", options["store"])
+    if options["grpc-port"] is not None:
+        broker_props["grpcPort"] = str(options["grpc-port"])
     if options["port"] is not None:
         broker_props["listenPort"] = str(options["port"])
     if options["console-port"] is not None:

@@ -47,11 +47,13 @@ STORE_KEYS = frozenset(
     }
 ) | TIMER_KEYS
 
+#: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
+GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"})
 #: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
-                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS
 
 
 @dataclass

@@ -56,6 +56,7 @@ class BrokerService(service.Service):
         self.factory = RemotingServerFactory(self.dispatcher, idle_timeout=config.channelExpiredTimeout / 1000)
         self.port = None
         self.fast_port: Any = None
+        self.grpc = None  # rmqtx.grpc.server.GrpcEndpoint when grpcPort is set
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
@@ -176,6 +177,7 @@ class BrokerService(service.Service):
         if self.config.namesrv_addrs:
             ctx.registrar.start()
         self.console_port = start_console(self, self.console_config, self.reactor)
+        self._start_grpc()
         log.info(
             "broker {name} listening on {addr}, store {root}",
             name=self.config.brokerName,
@@ -195,8 +197,22 @@ class BrokerService(service.Service):
         except CannotListenError as e:
             log.warn("cannot listen on the fast port {port} (listenPort - 2): {why}", port=port, why=e.socketError)
 
+    def _start_grpc(self) -> None:
+        """The gRPC endpoint for the 5.x SDKs, when ``grpcPort`` is set (off by default)."""
+        port = (self.config.properties.get("grpcPort") or "").strip()
+        if not port:
+            return
+        from rmqtx.grpc.server import GrpcEndpoint
+
+        address = (self.config.properties.get("grpcListenAddress") or "127.0.0.1").strip()
+        self.grpc = GrpcEndpoint(self, int(port), address, self.reactor)
+        self.grpc.startService()
+
     async def _stop(self) -> None:
         ctx = self.ctx
+        grpc_endpoint, self.grpc = self.grpc, None
+        if grpc_endpoint is not None:
+            await grpc_endpoint.stopService()
         if self.console_port is not None:
             await self.console_port.stopListening()
         if self.port is not None:

@@ -156,7 +156,7 @@ def failing_once(namesrv: str, topic: str, group: str, expect: str, seconds: str
     def on_message(msg) -> None:
         body = text(msg.body)
         with lock:
-            emit(kind="recv", body=body, reconsume=msg.reconsume_times, topic=text(msg.topic))
+            emit(kind="recv", body=body, reconsume=msg.reconsume_times, topic=text(msg.topic), at=time.time())
             if msg.reconsume_times == 0:
                 raise RuntimeError("fail the first delivery")
             retried.add(body)

@@ -64,7 +64,8 @@ class Standalone:
         self.log_path = self.root / "twistd.log"
         self.proc: subprocess.Popen | None = None
         self.extra_twistd_args: list[str] = []  # e.g. --profile for benchmarks
-        self.plugin_args: list[str] = []  # more rmqstandalone options, e.g. --console-port
+        self.env: dict[str, str] = {}  # extra environment of the server process
+        self.plugin_args: list[str] = []  # extra rmqstandalone options, e.g. --console-port, --grpc-port
 
     def start(self, timeout: float = 20.0) -> "Standalone":
         cmd = [
@@ -73,7 +74,8 @@ class Standalone:
             "-c", str(self.conf_path), "--namesrv-port", str(self.namesrv_port),
             "--port", str(self.broker_port), "--store", str(self.root / "store"), *self.plugin_args,
         ]
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                                     env={**os.environ, **self.env} if self.env else None)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:

@@ -14,7 +14,8 @@ import unittest
 from interop.drivers import all_drivers
 from interop.runner import Cell
 from interop.scenarios import SCENARIOS
-from tests.e2e.harness import REPO, Standalone
+from tests.e2e.harness import REPO, Standalone, free_port
+from tests.grpc.py5 import PY5_VENV
 
 #: Every column: java, java5, go, cpp, node, python.
 DRIVERS = all_drivers()
@@ -41,11 +42,15 @@ def matrix() -> tuple[int, str, str]:
     """Run the whole matrix once per test process (trial runs no setUpClass): exit status, stdout, stderr."""
     global _run
     if _run is None:
-        server = Standalone(SERVER_CONF).start()
+        grpc_port = free_port()  # the py5 column (5.x gRPC SDK) talks to the gRPC endpoint
+        server = Standalone({**SERVER_CONF, "grpcPort": str(grpc_port)})
+        server.env = {"RMQTX_GRPC_STUBS": str(PY5_VENV)}
+        server.start()
         try:
             logs = tempfile.mkdtemp(prefix="rmqtx-interop-logs-")  # each cell's events and stderr, for a failure's cause
             cmd = [sys.executable, "-m", "interop", "--namesrv", server.namesrv, "--broker", server.broker,
-                   "--clients", ",".join(CLIENTS), "--delay-levels", LEVELS, "--jobs", str(JOBS), "--log-dir", logs]
+                   "--clients", ",".join(CLIENTS), "--delay-levels", LEVELS, "--jobs", str(JOBS), "--log-dir", logs,
+                   "--grpc", f"127.0.0.1:{grpc_port}"]
             proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1500)  # a cold go build: ~2 min
             _run = (proc.returncode, proc.stdout, f"{proc.stderr}\ncell logs: {logs}")
         finally:

@@ -1,0 +1,161 @@
+package org.rmqtx.interop;
+
+import com.google.gson.Gson;
+import com.google.gson.JsonArray;
+import com.google.gson.JsonElement;
+import com.google.gson.JsonObject;
+import java.io.InputStreamReader;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.message.Message;
+import org.apache.rocketmq.client.apis.message.MessageBuilder;
+import org.apache.rocketmq.client.apis.producer.Producer;
+import org.apache.rocketmq.client.apis.producer.ProducerBuilder;
+import org.apache.rocketmq.client.apis.producer.SendReceipt;
+import org.apache.rocketmq.client.apis.producer.Transaction;
+import org.apache.rocketmq.client.apis.producer.TransactionResolution;
+
+/**
+ * The java5grpc driver: rocketmq-client-java (the 5.x gRPC SDK) as a producer. Reads the same JSON
+ * params as interop/py5/driver.py on stdin and prints the same events (one JSON object per line).
+ */
+public final class Grpc5 {
+    private static final Gson GSON = new Gson();
+
+    private Grpc5() {
+    }
+
+    static synchronized void emit(String event, Map<String, Object> fields) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("event", event);
+        out.put("at", System.currentTimeMillis() / 1000.0);
+        out.putAll(fields);
+        System.out.println(GSON.toJson(out));
+        System.out.flush();
+    }
+
+    static Map<String, Object> fields(Object... pairs) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (int i = 0; i < pairs.length; i += 2) {
+            out.put((String) pairs[i], pairs[i + 1]);
+        }
+        return out;
+    }
+
+    static String text(JsonObject o, String key) {
+        JsonElement e = o.get(key);
+        return e == null || e.isJsonNull() ? null : e.getAsString();
+    }
+
+    static Message build(ClientServiceProvider provider, JsonObject spec, String topic) {
+        MessageBuilder b = provider.newMessageBuilder().setTopic(topic);
+        String b64 = text(spec, "body_b64");
+        b.setBody(b64 != null ? Base64.getDecoder().decode(b64) : text(spec, "body").getBytes(StandardCharsets.UTF_8));
+        if (text(spec, "tag") != null) {
+            b.setTag(text(spec, "tag"));
+        }
+        JsonArray keys = spec.has("keys") ? spec.getAsJsonArray("keys") : new JsonArray();
+        if (keys.size() > 0) {
+            String[] all = new String[keys.size()];
+            for (int i = 0; i < all.length; i++) {
+                all[i] = keys.get(i).getAsString();
+            }
+            b.setKeys(all);
+        }
+        if (spec.has("props")) {
+            for (Map.Entry<String, JsonElement> e : spec.getAsJsonObject("props").entrySet()) {
+                b.addProperty(e.getKey(), e.getValue().getAsString());
+            }
+        }
+        if (text(spec, "group") != null) {
+            b.setMessageGroup(text(spec, "group"));
+        }
+        if (spec.has("delay_s")) {
+            b.setDeliveryTimestamp(System.currentTimeMillis() + (long) (spec.get("delay_s").getAsDouble() * 1000));
+        }
+        return b.build();
+    }
+
+    public static void main(String[] args) throws Exception {
+        JsonObject params = GSON.fromJson(new InputStreamReader(System.in, StandardCharsets.UTF_8), JsonObject.class);
+        String op = text(params, "op");
+        String topic = text(params, "topic");
+        JsonArray messages = params.getAsJsonArray("messages");
+        ClientServiceProvider provider = ClientServiceProvider.loadService();
+        ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(text(params, "endpoint"))
+            .enableSsl(false).setRequestTimeout(Duration.ofSeconds(5)).build();
+        Map<String, String> checkStates = new HashMap<>();
+        Set<String> expected = new HashSet<>();
+        for (JsonElement m : messages) {
+            JsonObject spec = m.getAsJsonObject();
+            checkStates.put(text(spec, "body"), text(spec, "check_state") == null ? "COMMIT" : text(spec, "check_state"));
+            if ("check".equals(text(spec, "action"))) {
+                expected.add(text(spec, "body"));
+            }
+        }
+        CountDownLatch allChecked = new CountDownLatch(expected.size());
+        Set<String> checked = new HashSet<>();
+        ProducerBuilder builder = provider.newProducerBuilder().setClientConfiguration(config).setTopics(topic);
+        if ("tx".equals(op)) {
+            builder.setTransactionChecker(view -> {
+                ByteBuffer body = view.getBody();
+                byte[] bytes = new byte[body.remaining()];
+                body.get(bytes);
+                String label = new String(bytes, StandardCharsets.UTF_8).split("#", 2)[0];
+                String state = checkStates.getOrDefault(label, "COMMIT");
+                emit("checked", fields("body", label, "msg_id", view.getMessageId().toString(), "state", state));
+                synchronized (checked) {
+                    if (expected.contains(label) && checked.add(label)) {
+                        allChecked.countDown();
+                    }
+                }
+                return TransactionResolution.valueOf(state);
+            });
+        }
+        int status = 0;
+        try (Producer producer = builder.build()) {
+            for (JsonElement m : messages) {
+                JsonObject spec = m.getAsJsonObject();
+                Message msg = build(provider, spec, topic);
+                String body = text(spec, "body");
+                if ("tx".equals(op)) {
+                    Transaction tx = producer.beginTransaction();
+                    SendReceipt receipt = producer.send(msg, tx);
+                    emit("sent", fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null));
+                    String action = text(spec, "action");
+                    if ("commit".equals(action) || "rollback".equals(action)) {
+                        emit("ended", fields("body", body, "action", action));
+                        if ("commit".equals(action)) {
+                            tx.commit();
+                        } else {
+                            tx.rollback();
+                        }
+                    }
+                } else {
+                    boolean async = params.has("async") && params.get("async").getAsBoolean();
+                    SendReceipt receipt = async ? producer.sendAsync(msg).get(15, TimeUnit.SECONDS) : producer.send(msg);
+                    emit("sent", fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null));
+                }
+            }
+            double wait = params.has("wait") ? params.get("wait").getAsDouble() : 30;
+            if (!expected.isEmpty() && !allChecked.await((long) (wait * 1000), TimeUnit.MILLISECONDS)) {
+                emit("error", fields("error", "not every open transaction was checked"));
+            }
+        } catch (Exception e) {
+            emit("error", fields("error", e.getClass().getSimpleName() + ": " + e.getMessage()));
+            status = 1;
+        }
+        System.exit(status);
+    }
+}

@@ -1,0 +1,101 @@
+"""The ``py5`` driver: rocketmq-python-client (the 5.x gRPC SDK) as a producer, one JSON event per line.
+
+Runs in its own venv (``scripts/ensure-py5.sh``): the SDK's top-level ``rocketmq`` module clashes
+with the C++ client's. ``python driver.py '{"op": "send", "endpoint": "127.0.0.1:8081", ...}'`` (or ``-``: the JSON on stdin)
+
+ops:
+* ``send``: ``messages`` = [{body, body_b64, tag, keys, props, group, delay_s}] (``body_b64`` the
+  bytes when not ``body``; ``async``: send_async); ``sent`` events with ``body``, ``msg_id``, ``offset``.
+* ``tx``: ``messages`` = [{body, tag, action: commit|rollback|check, check_state}]; ``check``
+  messages are left open and the checker answers ``check_state`` (COMMIT or ROLLBACK, default COMMIT); ``sent`` events, ``ended`` after commit/rollback, ``checked``
+  for each check-back, until every ``check`` message was checked or ``wait`` seconds passed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import sys
+import threading
+import time
+
+
+def emit(event: str, **fields: object) -> None:
+    print(json.dumps({"event": event, "at": time.time(), **fields}), flush=True)
+
+
+def build(spec: dict, topic: str):
+    from rocketmq import Message
+
+    msg = Message()
+    msg.topic = topic
+    msg.body = base64.b64decode(spec["body_b64"]) if "body_b64" in spec else spec["body"].encode()
+    if spec.get("tag"):
+        msg.tag = spec["tag"]
+    if spec.get("keys"):
+        msg.keys = spec["keys"][0]
+    for key, value in (spec.get("props") or {}).items():
+        msg.add_property(key, value)
+    if spec.get("group"):
+        msg.message_group = spec["group"]
+    if spec.get("delay_s"):
+        # the SDK copies this value into Timestamp.seconds as is (its docstring says milliseconds)
+        msg.delivery_timestamp = math.ceil(time.time() + float(spec["delay_s"]))
+    return msg
+
+
+def main() -> int:
+    params = json.loads(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else sys.stdin.read())
+    from rocketmq import ClientConfiguration, Credentials, Producer, TransactionChecker, TransactionResolution
+
+    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    topic = params["topic"]
+    op = params["op"]
+    checked: list[str] = []
+    all_checked = threading.Event()
+    expected_checks = {s["body"] for s in params["messages"] if s.get("action") == "check"}
+    check_states = {s["body"]: s.get("check_state") or "COMMIT" for s in params["messages"]}
+
+    class Checker(TransactionChecker):
+        def check(self, message) -> TransactionResolution:
+            body = message.body.decode()
+            label = body.split("#", 1)[0]
+            state = check_states.get(label, "COMMIT")
+            emit("checked", body=label, msg_id=message.message_id, state=state)
+            checked.append(label)
+            if expected_checks <= set(checked):
+                all_checked.set()
+            return getattr(TransactionResolution, state)
+
+    producer = Producer(config, (topic,), checker=Checker() if op == "tx" else None)
+    producer.startup()
+    try:
+        for spec in params["messages"]:
+            msg = build(spec, topic)
+            if op == "tx":
+                transaction = producer.begin_transaction()
+                receipt = producer.send(msg, transaction)
+                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset,
+                     transaction_id=receipt.transaction_id)
+                if spec["action"] in ("commit", "rollback"):
+                    emit("ended", body=spec["body"], action=spec["action"])  # the decision, before it is sent
+                    getattr(transaction, spec["action"])()
+            elif params.get("async"):
+                receipt = producer.send_async(msg).result(timeout=params.get("timeout", 5) * 3)
+                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
+            else:
+                receipt = producer.send(msg)
+                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
+        if expected_checks and not all_checked.wait(params.get("wait", 30)):
+            emit("error", error=f"not every open transaction was checked: {sorted(set(expected_checks) - set(checked))}")
+    except Exception as exc:
+        emit("error", error=f"{type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        producer.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

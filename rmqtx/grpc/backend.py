@@ -1,0 +1,339 @@
+"""The proxy's work on the reactor: routes from the broker's own topic table, sends and transactions
+over a loopback remoting connection to the same broker (as Apache's proxy in cluster mode does), and
+transaction check-backs handed to the producers' Telemetry streams.
+
+Everything here runs on the reactor thread; ``rmqtx.grpc.server`` calls in from grpcio's threads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from twisted.internet import defer, task
+from twisted.logger import Logger
+
+from rmqtx.broker.topics import is_readable, is_writeable, validate_name
+from rmqtx.client.message import MessageExt
+from rmqtx.client.util import java_fields
+from rmqtx.common import fastjson
+from rmqtx.common.javacompat import java_string_hash
+from rmqtx.common.message import properties_to_string
+from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+    SendMessageRequestHeader,
+    send_header_to_v2,
+)
+from rmqtx.store.record import decode_offset_msg_id, parse_delay_levels
+
+log = Logger(namespace="rmqtx.grpc")
+
+SYSFLAG_TRANSACTION_PREPARED = 0x4
+COMMIT, ROLLBACK = 8, 12
+#: Apache's proxy refuses delivery timestamps further out than this (its maxDelayTimeMills default).
+MAX_DELAY_MS = 24 * 3600 * 1000
+HEARTBEAT_SECONDS = 20.0
+#: How long a transaction the client may still end is remembered (Apache's proxy keeps 3 min).
+TRANSACTION_TTL = 180.0
+#: remoting response code -> apache.rocketmq.v2.Code name, as the proxy maps a broker's answer.
+_BROKER_CODES = {
+    ResponseCode.SUCCESS: "OK",
+    ResponseCode.FLUSH_DISK_TIMEOUT: "MASTER_PERSISTENCE_TIMEOUT",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "SLAVE_PERSISTENCE_TIMEOUT",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "HA_NOT_AVAILABLE",
+    ResponseCode.TOPIC_NOT_EXIST: "TOPIC_NOT_FOUND",
+    ResponseCode.NO_PERMISSION: "FORBIDDEN",
+    ResponseCode.MESSAGE_ILLEGAL: "BAD_REQUEST",
+    ResponseCode.SYSTEM_BUSY: "TOO_MANY_REQUESTS",
+}
+
+
+class GrpcError(Exception):
+    """An answer with an apache.rocketmq.v2.Code other than OK."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class SendOutcome:
+    message_id: str
+    transaction_id: str
+    offset: int
+
+
+@dataclass
+class _Transaction:
+    group: str
+    table_offset: int
+    commit_log_offset: int
+    message_id: str
+    created: float = field(default_factory=time.monotonic)
+
+
+class TelemetrySession:
+    """One client's Telemetry stream: what it publishes, and how to push a command to it."""
+
+    def __init__(self, client_id: str, push: Callable[[Any], None]) -> None:
+        self.client_id = client_id
+        self.push = push
+        self.client_type = 0
+        self.topics: set[str] = set()
+
+
+class GrpcBackend:
+    """Routes, sends, END_TRANSACTION and check-backs for the gRPC endpoint, over the broker's core."""
+
+    def __init__(self, broker: Any, endpoint: Callable[[], tuple[str, int]], reactor: Any) -> None:
+        self.broker = broker  # rmqtx.broker.service.BrokerService (its ctx.topics and config)
+        self.endpoint = endpoint
+        self.reactor = reactor
+        dispatcher = Dispatcher()
+        dispatcher.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        self.remoting = RemotingClient(reactor, dispatcher=dispatcher)
+        self.client_id = f"{broker.config.brokerIP1}@rmqtx-grpc-proxy"
+        self.sessions: dict[int, TelemetrySession] = {}
+        self._session_ids = itertools.count(1)
+        self.transactions: dict[tuple[str, str], _Transaction] = {}
+        self._round_robin = itertools.count()
+        self._heartbeat = task.LoopingCall(lambda: defer.ensureDeferred(self._beat()))
+        self._groups_sent: frozenset[str] = frozenset()
+
+    # -- life ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._heartbeat.start(HEARTBEAT_SECONDS, now=False)
+
+    async def stop(self) -> None:
+        if self._heartbeat.running:
+            self._heartbeat.stop()
+        await self.remoting.close()
+
+    @property
+    def broker_addr(self) -> str:
+        return f"127.0.0.1:{self.broker.config.listenPort}"
+
+    @property
+    def broker_name(self) -> str:
+        return self.broker.config.brokerName
+
+    # -- sessions -----------------------------------------------------------------------------
+    def open_session(self, client_id: str, push: Callable[[Any], None]) -> TelemetrySession:
+        session = TelemetrySession(client_id, push)
+        self.sessions[next(self._session_ids)] = session
+        return session
+
+    def close_session(self, session: TelemetrySession) -> None:
+        for key, value in list(self.sessions.items()):
+            if value is session:
+                del self.sessions[key]
+        self._beat_if_changed()
+
+    def update_settings(self, session: TelemetrySession, client_type: int, topics: list[str]) -> None:
+        session.client_type = client_type
+        session.topics = set(topics)
+        self._beat_if_changed()
+
+    def forget_client(self, client_id: str) -> None:
+        for key, value in list(self.sessions.items()):
+            if value.client_id == client_id:
+                del self.sessions[key]
+        self._beat_if_changed()
+
+    def producer_groups(self) -> frozenset[str]:
+        """Apache's proxy registers a gRPC producer under each topic it publishes to."""
+        return frozenset(topic for s in self.sessions.values() for topic in s.topics)
+
+    def _beat_if_changed(self) -> None:
+        if self.producer_groups() != self._groups_sent:
+            defer.ensureDeferred(self._beat())
+
+    async def _beat(self) -> None:
+        """HEART_BEAT with the producer groups, so the broker's check-backs find this connection."""
+        groups = self.producer_groups()
+        body = fastjson.dumps({"clientID": self.client_id, "consumerDataSet": [],
+                               "producerDataSet": [{"groupName": g} for g in sorted(groups)]})
+        try:
+            await self.remoting.invoke(self.broker_addr, RemotingCommand.request(RequestCode.HEART_BEAT, None, body))
+            self._groups_sent = groups
+        except Exception as exc:  # the next beat retries
+            log.info("gRPC proxy heartbeat to its broker failed: {exc}", exc=exc)
+
+    # -- routes -------------------------------------------------------------------------------
+    def topic_config(self, topic: str) -> Any:
+        if validate_name(topic) is not None:
+            raise GrpcError("ILLEGAL_TOPIC", f"topic name {topic!r} is illegal")
+        config = self.broker.ctx.topics.get(topic)
+        if config is None:
+            raise GrpcError("TOPIC_NOT_FOUND", f"topic {topic} not found")
+        return config
+
+    def route(self, topic: str) -> list[tuple[int, str]]:
+        """(queue id, Permission name) for each queue, as the proxy builds them from one broker's route."""
+        config = self.topic_config(topic)
+        out = []
+        for queue_id in range(max(config.readQueueNums, config.writeQueueNums)):
+            read = is_readable(config.perm) and queue_id < config.readQueueNums
+            write = is_writeable(config.perm) and queue_id < config.writeQueueNums
+            out.append((queue_id, "READ_WRITE" if read and write else "READ" if read else "WRITE" if write else "NONE"))
+        return out
+
+    def _select_queue(self, topic: str, message_group: str) -> int:
+        """FIFO: the hash of the message group over the writable queues; otherwise round robin."""
+        config = self.topic_config(topic)
+        if not is_writeable(config.perm) or config.writeQueueNums <= 0:
+            raise GrpcError("FORBIDDEN", f"topic {topic} is not writable")
+        count = config.writeQueueNums
+        if message_group:
+            return abs(java_string_hash(message_group)) % count
+        return next(self._round_robin) % count
+
+    # -- sends --------------------------------------------------------------------------------
+    def delay_level(self, deliver_ms: int) -> int:
+        """The shortest delay level that waits at least until ``deliver_ms``, else the longest one.
+
+        The timer (TIMER_DELIVER_MS) is not built yet; Apache's proxy maps to a level in its useDelayLevel mode.
+        """
+        remaining = deliver_ms - int(time.time() * 1000)
+        if remaining <= 0:
+            return 0
+        if remaining > MAX_DELAY_MS:
+            raise GrpcError("ILLEGAL_DELIVERY_TIME", f"delivery timestamp is more than {MAX_DELAY_MS} ms away")
+        levels = parse_delay_levels(self.broker.config.messageDelayLevel)
+        late_enough = [(delay, index) for index, delay in enumerate(levels, 1) if delay >= remaining]
+        if late_enough:
+            return min(late_enough)[1]
+        return max((delay, -index) for index, delay in enumerate(levels, 1))[1] * -1
+
+    async def send(self, msg: Any, types: Any) -> SendOutcome:
+        """One apache.rocketmq.v2.Message -> SEND_MESSAGE_V2 to the broker; the entry's answer."""
+        topic = msg.topic.name
+        self.topic_config(topic)
+        sysp = msg.system_properties
+        body = bytes(msg.body)
+        if sysp.body_encoding == types.Encoding.GZIP:
+            try:
+                body = gzip.decompress(body)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise GrpcError("MESSAGE_CORRUPTED", f"body is not gzip: {exc}") from None
+        if not body:
+            raise GrpcError("MESSAGE_BODY_EMPTY", "message body is empty")
+        max_size = int(self.broker.config.maxMessageSize)
+        if len(body) > max_size:
+            raise GrpcError("MESSAGE_BODY_TOO_LARGE", f"message body size {len(body)} exceeds {max_size}")
+        if not sysp.message_id:
+            raise GrpcError("ILLEGAL_MESSAGE_ID", "message id is empty")
+        if "|" in sysp.tag or any(c.isspace() for c in sysp.tag):
+            raise GrpcError("ILLEGAL_MESSAGE_TAG", "tag contains '|' or whitespace")
+        props: dict[str, str] = {}
+        for key, value in msg.user_properties.items():
+            props[key] = value
+        props["UNIQ_KEY"] = sysp.message_id
+        props["WAIT"] = "true"
+        if sysp.tag:
+            props["TAGS"] = sysp.tag
+        if sysp.keys:
+            props["KEYS"] = " ".join(sysp.keys)
+        props["PGROUP"] = topic
+        transactional = sysp.message_type == types.MessageType.TRANSACTION
+        message_group = sysp.message_group if sysp.HasField("message_group") else ""
+        if message_group:
+            props["__SHARDINGKEY"] = message_group
+        if sysp.HasField("delivery_timestamp"):
+            if transactional:
+                raise GrpcError("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", "a transactional message cannot be delayed")
+            deliver_ms = sysp.delivery_timestamp.seconds * 1000 + sysp.delivery_timestamp.nanos // 1_000_000
+            level = self.delay_level(deliver_ms)
+            if level > 0:
+                props["DELAY"] = str(level)
+        sys_flag = 0
+        if transactional:
+            props["TRAN_MSG"] = "true"
+            if sysp.HasField("orphaned_transaction_recovery_duration"):
+                props["CHECK_IMMUNITY_TIME_IN_SECONDS"] = str(sysp.orphaned_transaction_recovery_duration.seconds)
+            sys_flag |= SYSFLAG_TRANSACTION_PREPARED
+        queue_id = self._select_queue(topic, message_group)
+        born_ms = sysp.born_timestamp.seconds * 1000 + sysp.born_timestamp.nanos // 1_000_000 or int(time.time() * 1000)
+        header = SendMessageRequestHeader(
+            producerGroup=topic, topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4, queueId=queue_id,
+            sysFlag=sys_flag, bornTimestamp=born_ms, flag=0, properties=properties_to_string(props),
+            reconsumeTimes=max(0, sysp.delivery_attempt - 1) if sysp.delivery_attempt else 0, unitMode=False,
+            batch=False, brokerName=self.broker_name,
+        )
+        fields, order = send_header_to_v2(header)
+        request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body, fast_keys=order)
+        response = await self._call(request)
+        code = _BROKER_CODES.get(response.code, "INTERNAL_SERVER_ERROR")
+        if code != "OK":
+            raise GrpcError(code, response.remark or f"broker answered {response.code}")
+        offset = int(response.field("queueOffset") or 0)
+        transaction_id = ""
+        if transactional:
+            transaction_id = response.field("transactionId") or sysp.message_id
+            _, _, commit_log_offset = decode_offset_msg_id(response.field("msgId") or "")
+            self._expire_transactions()
+            self.transactions[(topic, transaction_id)] = _Transaction(topic, offset, commit_log_offset, sysp.message_id)
+        return SendOutcome(sysp.message_id, transaction_id, offset)
+
+    async def _call(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        try:
+            return await self.remoting.invoke(self.broker_addr, request, timeout)
+        except (RemotingError, OSError, defer.TimeoutError) as exc:
+            raise GrpcError("PROXY_TIMEOUT", f"broker did not answer: {exc}") from None
+        except Exception as exc:  # connection refused and the like
+            raise GrpcError("INTERNAL_SERVER_ERROR", f"broker call failed: {exc}") from None
+
+    # -- transactions -------------------------------------------------------------------------
+    def _expire_transactions(self) -> None:
+        cutoff = time.monotonic() - TRANSACTION_TTL
+        for key, value in list(self.transactions.items()):
+            if value.created < cutoff:
+                del self.transactions[key]
+
+    async def end_transaction(self, topic: str, transaction_id: str, message_id: str, commit: bool, from_check: bool) -> None:
+        """END_TRANSACTION oneway, with the offsets remembered from the send or from the check-back."""
+        data = self.transactions.pop((topic, transaction_id), None)
+        if data is None:
+            raise GrpcError("INVALID_TRANSACTION_ID", f"transaction {transaction_id} of topic {topic} is unknown or expired")
+        header = EndTransactionRequestHeader(
+            producerGroup=data.group, tranStateTableOffset=data.table_offset, commitLogOffset=data.commit_log_offset,
+            commitOrRollback=COMMIT if commit else ROLLBACK, fromTransactionCheck=from_check,
+            msgId=message_id or data.message_id, transactionId=transaction_id,
+        )
+        request = RemotingCommand.request(RequestCode.END_TRANSACTION, java_fields(header), oneway=True)
+        try:
+            await self.remoting.invoke_oneway(self.broker_addr, request)
+        except Exception as exc:
+            self.transactions[(topic, transaction_id)] = data
+            raise GrpcError("INTERNAL_SERVER_ERROR", f"END_TRANSACTION not sent: {exc}") from None
+
+    def _on_check_transaction_state(self, request: RemotingCommand, conn: RemotingProtocol) -> None:
+        """The broker asks about a half message: push RecoverOrphanedTransactionCommand to a producer."""
+        try:
+            header = CheckTransactionStateRequestHeader.from_command(request)
+            msg = MessageExt.from_stored(request.body)
+        except Exception:
+            log.failure("undecodable CHECK_TRANSACTION_STATE")
+            return None
+        group = msg.properties.get("PGROUP", "")
+        topic = msg.properties.get("REAL_TOPIC") or msg.topic
+        transaction_id = header.transactionId or msg.properties.get("UNIQ_KEY") or ""
+        candidates = [s for s in self.sessions.values() if group in s.topics or topic in s.topics]
+        if not candidates:
+            log.info("no gRPC producer of {group} for a transaction check", group=group)
+            return None
+        self._expire_transactions()
+        self.transactions[(topic, transaction_id)] = _Transaction(
+            group, header.tranStateTableOffset, header.commitLogOffset, msg.properties.get("UNIQ_KEY") or msg.msg_id)
+        session = candidates[next(self._round_robin) % len(candidates)]
+        session.push(("recover", topic, transaction_id, msg))
+        return None
+
