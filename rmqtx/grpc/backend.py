@@ -197,10 +197,16 @@ class GrpcBackend:
         return next(self._round_robin) % count
 
     # -- sends --------------------------------------------------------------------------------
+    def timer_enabled(self) -> bool:
+        """The broker delivers timer messages (timerWheelEnable), so a delivery time is kept to the millisecond."""
+        ctx = getattr(self.broker, "ctx", None)
+        timer = getattr(ctx, "timer", None)
+        return timer is not None and bool(timer.cfg.timerWheelEnable)
+
     def delay_level(self, deliver_ms: int) -> int:
         """The shortest delay level that waits at least until ``deliver_ms``, else the longest one.
 
-        The timer (TIMER_DELIVER_MS) is not built yet; Apache's proxy maps to a level in its useDelayLevel mode.
+        Used only with timerWheelEnable=false, as Apache's proxy maps to a level in its useDelayLevel mode.
         """
         remaining = deliver_ms - int(time.time() * 1000)
         if remaining <= 0:
@@ -251,9 +257,15 @@ class GrpcBackend:
             if transactional:
                 raise GrpcError("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", "a transactional message cannot be delayed")
             deliver_ms = sysp.delivery_timestamp.seconds * 1000 + sysp.delivery_timestamp.nanos // 1_000_000
-            level = self.delay_level(deliver_ms)
-            if level > 0:
-                props["DELAY"] = str(level)
+            if self.timer_enabled():
+                # as Apache's proxy does by default: a timer message due at that millisecond
+                if deliver_ms - int(time.time() * 1000) > MAX_DELAY_MS:
+                    raise GrpcError("ILLEGAL_DELIVERY_TIME", f"delivery timestamp is more than {MAX_DELAY_MS} ms away")
+                props["TIMER_DELIVER_MS"] = str(deliver_ms)
+            else:
+                level = self.delay_level(deliver_ms)
+                if level > 0:
+                    props["DELAY"] = str(level)
         sys_flag = 0
         if transactional:
             props["TRAN_MSG"] = "true"
