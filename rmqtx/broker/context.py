@@ -40,6 +40,8 @@ class BrokerContext:
     stats: "BrokerStats"
     #: The role's HA parts (rmqtx.broker.ha.role.HARole), set once the context is built.
     ha: Any = None
+    #: POP consumption (rmqtx.broker.pop.service.PopService), set once the context is built.
+    pop: Any = None
 
     @property
     def store_host(self) -> tuple[str, int]:
