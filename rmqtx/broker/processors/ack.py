@@ -49,7 +49,7 @@ class AckProcessor:
         ctx = self.ctx
         tc = ctx.topics.get(topic)
         if tc is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {FAQ_SUFFIX.strip()}")
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please! {FAQ_SUFFIX}")
         if queue_id < 0 or queue_id >= tc.readQueueNums:
             return request.make_response(
                 ResponseCode.MESSAGE_ILLEGAL,

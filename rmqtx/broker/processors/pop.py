@@ -78,7 +78,7 @@ class PopProcessor:
             return request.make_response(ResponseCode.INVALID_PARAMETER, f"the broker[{ip}] pop message's num is greater than 32")
         tc = ctx.topics.get(header.topic)
         if tc is None:
-            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please! {FAQ_SUFFIX.strip()}")
+            return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{header.topic}] not exist, apply first please! {FAQ_SUFFIX}")
         if not is_readable(tc.perm):
             return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{header.topic}] peeking message is forbidden")
         if header.queueId >= tc.readQueueNums:
@@ -89,7 +89,7 @@ class PopProcessor:
         group = ctx.groups.find(header.consumerGroup)
         if group is None:
             return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{header.consumerGroup}] does not exist, {FAQ_SUFFIX.strip()}")
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{header.consumerGroup}] does not exist, {FAQ_SUFFIX}")
         if not group.consumeEnable:
             return request.make_response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {header.consumerGroup}")
         return None
