@@ -41,6 +41,7 @@ class GoDriver(Driver):
         "query_key": NO_API.format("message query API (QUERY_MESSAGE exists only in its internal package)"),
         "admin_cluster": NO_API.format("cluster or broker runtime info in its admin API (GET_BROKER_CLUSTER_INFO is commented out of admin.Admin)"),
         "admin_progress": NO_API.format("consume stats in its admin API (no GET_CONSUME_STATS)"),
+        "pop": NO_API.format("POP consumer (RocketMQ 5.x)"),
         # Brokers match a tag subscription by the codes the client puts in its heartbeat (Apache 4.9.8 too).
         "non_ascii": "rocketmq-client-go v2 hashes subscribed tags over UTF-8 bytes (utils.HashString), brokers hash stored "
                      "tags as Java's String.hashCode over UTF-16: a non-ASCII tag subscription matches nothing",

@@ -46,6 +46,7 @@ class JavaDriver(Driver):
     slot = ("jvm", 3)  # a JVM start costs about a CPU-second; more at once starve the broker on two cores
     containers = True
     image: str | None = None  # a prebuilt image (interop/java/Dockerfile, target client) instead of building one
+    unsupported = {"pop": "rocketmq-client 4.9.8 has no POP consumption (RocketMQ 5.x)"}
 
     def __init__(self) -> None:
         self.build: javabuild.JavaBuild | None = None
@@ -87,3 +88,4 @@ class JavaDriver(Driver):
 
 class Java5Driver(JavaDriver):
     name = "java5"
+    unsupported: dict[str, str] = {}

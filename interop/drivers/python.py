@@ -21,6 +21,7 @@ from interop.scenarios import body_bytes
 
 class PythonDriver(Driver):
     name = "python"
+    unsupported = {"pop": "rmqtx.client has no POP consumer (it pulls; tests/pop drives POP on the wire)"}
 
     def command(self, op: str, params: dict) -> list[str]:
         return [sys.executable, "-m", "interop.drivers.python", op, json.dumps(params)]
