@@ -23,12 +23,16 @@ from rmqtx.remoting.headers import AckMessageRequestHeader, ChangeInvisibleTimeR
 from rmqtx.remoting.protocol import RemotingProtocol
 
 
+#: A checkpoint covers at most a pop's 32 messages (fewer bits ever matter); a longer bit set is cut.
+MAX_BITSET_BYTES = 1024
+
+
 def bitset_offsets(value, start: int) -> list[int]:
     """The offsets a BatchAck's bit set marks: Java's BitSet.toByteArray, base64 in the JSON body."""
     if isinstance(value, str):
-        raw = base64.b64decode(value)
+        raw = base64.b64decode(value[: MAX_BITSET_BYTES * 2], validate=False)[:MAX_BITSET_BYTES]
     elif isinstance(value, list):
-        raw = bytes(int(b) & 0xFF for b in value)
+        raw = bytes(int(b) & 0xFF for b in value[:MAX_BITSET_BYTES])
     else:
         return []
     return [start + i * 8 + bit for i, byte in enumerate(raw) for bit in range(8) if byte >> bit & 1]
@@ -97,6 +101,7 @@ class AckProcessor:
         response = request.make_response(ResponseCode.SUCCESS)
         if not acks:
             response.code = ResponseCode.NO_MESSAGE
+            response.remark = "no acks in the body"  # Java leaves the remark out
             return response
         ctx = self.ctx
         broker_name = text(data.get("brokerName"), "brokerName")
