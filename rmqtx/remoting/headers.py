@@ -414,3 +414,40 @@ class ChangeInvisibleTimeResponseHeader(CommandHeader):
     popTime: int
     invisibleTime: int
     reviveQid: int
+
+
+@dataclass(slots=True)
+class PeekMessageRequestHeader(CommandHeader):
+    topic: str
+    queueId: int
+    maxMsgNums: int
+    consumerGroup: str
+
+
+@dataclass(slots=True)
+class NotificationRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    pollTime: int
+    bornTime: int
+    order: Optional[bool] = False
+    attemptId: Optional[str] = None
+
+
+@dataclass(slots=True)
+class NotificationResponseHeader(CommandHeader):
+    hasMsg: bool
+    pollingFull: Optional[bool] = False
+
+
+@dataclass(slots=True)
+class PollingInfoRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+
+
+@dataclass(slots=True)
+class PollingInfoResponseHeader(CommandHeader):
+    pollingNum: int

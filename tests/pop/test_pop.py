@@ -9,6 +9,7 @@ import unittest
 
 import orjson
 
+from rmqtx.client.message import decode_messages
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from tests.e2e.harness import Standalone, call, wait_for
@@ -134,6 +135,37 @@ class PopTest(unittest.TestCase):
         self.assertEqual([(m.body, m.reconsume_times) for m in back], [(b"pending", 1)])
         _, none = pop(s, "GR", "PopR", poll_ms=1500)
         self.assertEqual(none, [], "the acked message came back after the restart")
+
+    def test_peek_notification_and_polling_info(self) -> None:
+        s = self.server
+        s.create_topic("PopN", 2)
+
+        def ask(code: int, **fields) -> RemotingCommand:
+            base = {"consumerGroup": "GN", "topic": "PopN", "queueId": -1}
+            return call(s.broker, RemotingCommand.request(code, {**base, **fields}), timeout=15)
+
+        note = ask(RequestCode.NOTIFICATION, pollTime=0, bornTime=int(time.time() * 1000))
+        self.assertEqual((note.code, note.ext_fields["hasMsg"]), (ResponseCode.SUCCESS, "false"))
+        s.send_to_queue("PopN", 1, "seen")
+        note = ask(RequestCode.NOTIFICATION, pollTime=0, bornTime=int(time.time() * 1000))
+        self.assertEqual(note.ext_fields["hasMsg"], "true")
+        for _ in range(2):  # a peek moves nothing
+            peeked = ask(RequestCode.PEEK_MESSAGE, maxMsgNums=32)
+            self.assertEqual(peeked.code, ResponseCode.SUCCESS)
+            self.assertEqual([m.body for m in decode_messages(peeked.body)], [b"seen"])
+        _, msgs = pop(s, "GN", "PopN")
+        self.assertEqual([m.body for m in msgs], [b"seen"])
+        self.assertEqual(ask(RequestCode.PEEK_MESSAGE, maxMsgNums=32).code, ResponseCode.PULL_NOT_FOUND)
+        held: list = []
+        waiter = threading.Thread(target=lambda: held.append(pop(s, "GN", "PopN", queue_id=0, poll_ms=10000)))
+        waiter.start()
+        self.addCleanup(waiter.join, 15)
+        polling = lambda: ask(RequestCode.POLLING_INFO, queueId=0).ext_fields["pollingNum"]  # noqa: E731
+        wait_for(lambda: polling() == "1", 5, "the held pop counted by POLLING_INFO")
+        s.send_to_queue("PopN", 0, "wakes")
+        waiter.join(10)
+        self.assertEqual([m.body for m in held[0][1]], [b"wakes"])
+        self.assertEqual(polling(), "0")
 
     def test_request_mode_is_set_and_persisted(self) -> None:
         s = self.server

@@ -85,6 +85,10 @@ class PopHoldService:
             if wanted < 0 or wanted == queue_id:
                 self._run(held, False)
 
+    def held_on(self, topic: str, queue_id: int) -> int:
+        """How many held requests watch this queue (POLLING_INFO)."""
+        return sum(1 for held in self.by_topic.get(topic, ()) if held.watches.get(topic, -1) == queue_id)
+
     def notify_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
         if topic in self.by_topic:
             self.notify(topic, queue_id)

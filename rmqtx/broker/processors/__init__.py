@@ -12,6 +12,7 @@ from rmqtx.broker.processors.delivery import DeliveryProcessor
 from rmqtx.broker.processors.assignment import AssignmentProcessor
 from rmqtx.broker.processors.offsets import OffsetProcessor
 from rmqtx.broker.processors.pop import PopProcessor
+from rmqtx.broker.processors.pop_peek import PeekProcessor
 from rmqtx.broker.processors.pull import PullProcessor
 from rmqtx.broker.processors.query import QueryProcessor
 from rmqtx.broker.processors.reply import ReplyProcessor
@@ -33,6 +34,7 @@ ALL = (
     EndTransactionProcessor,
     ReplyProcessor,
     PopProcessor,
+    PeekProcessor,
     AckProcessor,
     AssignmentProcessor,
 )
