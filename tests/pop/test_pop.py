@@ -136,6 +136,24 @@ class PopTest(unittest.TestCase):
         _, none = pop(s, "GR", "PopR", poll_ms=1500)
         self.assertEqual(none, [], "the acked message came back after the restart")
 
+    def test_restart_does_not_revive_twice(self) -> None:
+        """A checkpoint revived behind an older pending one (which holds the revive offset back) stays revived."""
+        s = Standalone({"reviveInterval": "100", "reviveQueueNum": "1"}).start()  # both checkpoints in one revive queue
+        self.addCleanup(s.close)
+        s.create_topic("PopR2", 1)
+        for body in ("slow", "quick"):
+            s.send_to_queue("PopR2", 0, body)
+        _, slow = pop(s, "GR2", "PopR2", max_nums=1, invisible_ms=120000)
+        _, quick = pop(s, "GR2", "PopR2", max_nums=1, invisible_ms=500)
+        self.assertEqual([m.body for m in slow + quick], [b"slow", b"quick"])
+        back = pop_until(s, "GR2", "PopR2", 1, timeout=15, invisible_ms=120000)
+        self.assertEqual([(m.body, m.reconsume_times) for m in back], [(b"quick", 1)])
+        self.assertEqual(ack(s, "GR2", back[0]).code, ResponseCode.SUCCESS)
+        self.assertTrue(s.stop(), s.log())
+        s.start()
+        _, again = pop(s, "GR2", "PopR2", poll_ms=2500)
+        self.assertEqual(again, [], "a checkpoint was revived again after the restart")
+
     def test_peek_notification_and_polling_info(self) -> None:
         s = self.server
         s.create_topic("PopN", 2)

@@ -209,6 +209,7 @@ class ReviveService:
     def stop(self) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        self.commit_revive_offsets()
 
     def revive_due(self) -> "defer.Deferred[None] | None":
         """Re-put the un-acked messages of every checkpoint whose invisible time is up."""
@@ -227,15 +228,19 @@ class ReviveService:
         return defer.DeferredList(work, consumeErrors=True).addCallback(lambda _: None)
 
     async def _revive(self, ck: CheckPoint) -> None:
+        """Re-put what is not acked, then ack it in the revive log: a restart must not revive it again."""
         ok = True
-        for offset in ck.offsets:
-            if offset in ck.acked:
-                continue
+        left = [o for o in ck.offsets if o not in ck.acked]
+        for offset in left:
             try:
                 ok = await self._revive_one(ck, offset) and ok
             except Exception:
                 log.failure("pop: revive of {t}/{q}/{o} failed", t=ck.topic, q=ck.queue_id, o=offset)
                 ok = False
+        if ok and left:
+            res = await self.ack(ck.group, ck.topic, ck.queue_id, ck.start_offset, ck.pop_time, left, ck.revive_qid,
+                                 ck.broker_name, ck.invisible_time)
+            ok = res.ok
         ck.reviving = False
         if ok:
             self.pending.pop(ck.key, None)
