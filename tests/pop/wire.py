@@ -7,7 +7,7 @@ import time
 
 import orjson
 
-from rmqtx.broker.pop.keys import extra_info
+from rmqtx.common.pop_keys import extra_info
 from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand

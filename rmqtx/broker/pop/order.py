@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rmqtx.broker.pop import keys
+from rmqtx.common import pop_keys as keys
 
 
 @dataclass(eq=False)

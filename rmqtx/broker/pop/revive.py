@@ -20,7 +20,7 @@ import orjson
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqtx.broker.pop import keys
+from rmqtx.common import pop_keys as keys
 from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
 from rmqtx.common.message import PROPERTY_TAGS, PROPERTY_UNIQ_KEY, parse_properties, properties_to_string
 from rmqtx.store.record import RecordError, decode_record

@@ -13,7 +13,7 @@ import base64
 from twisted.internet import defer
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.pop import keys
+from rmqtx.common import pop_keys as keys
 from rmqtx.broker.pop.revive import CheckPoint
 from rmqtx.broker.processors.pop import now_ms
 from rmqtx.remoting.bodies import body_shape, json_object, object_list, text

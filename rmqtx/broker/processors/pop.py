@@ -17,7 +17,7 @@ from twisted.internet import defer
 
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.pop import keys
+from rmqtx.common import pop_keys as keys
 from rmqtx.broker.pop.revive import CheckPoint
 from rmqtx.broker.processors.pull import _keep_matching
 from rmqtx.broker.topics import RETRY_PREFIX, is_readable

@@ -12,7 +12,7 @@ import random
 from twisted.internet import defer
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.pop import keys
+from rmqtx.common import pop_keys as keys
 from rmqtx.broker.processors.pop import now_ms
 from rmqtx.broker.topics import is_readable
 from rmqtx.remoting.codes import RequestCode, ResponseCode

@@ -1,10 +1,10 @@
-"""The names and the extra-info strings 5.x clients parse from a popped message (``POP_CK``)."""
+"""POP names and the extra-info strings (``POP_CK``) broker and client build and parse, as 5.x does."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rmqtx.broker.topics import RETRY_PREFIX
+RETRY_PREFIX = "%RETRY%"
 
 PROPERTY_POP_CK = "POP_CK"
 PROPERTY_FIRST_POP_TIME = "1ST_POP_TIME"
