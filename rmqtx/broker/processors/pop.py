@@ -119,7 +119,6 @@ class PopProcessor:
 
     def _collect(self, header: PopMessageRequestHeader, sub: SubscriptionData, expression, popped: _Popped) -> None:
         """Read the retry topic (sometimes first, else to fill up) and the queue(s) asked for."""
-        ctx = self.ctx
         settings = self.pop.settings
         order = bool(header.order)
         retry_topic = keys.pop_retry_topic(header.topic, header.consumerGroup, settings.enableRetryTopicV2)
