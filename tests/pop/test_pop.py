@@ -13,6 +13,7 @@ from rmqtx.client.message import decode_messages
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from tests.e2e.harness import Standalone, call, wait_for
+from tests.security.test_hostile_bodies import Conn
 from tests.pop.wire import ack, batch_ack, change_invisible, pop, pop_until
 
 
@@ -184,6 +185,33 @@ class PopTest(unittest.TestCase):
         waiter.join(10)
         self.assertEqual([m.body for m in held[0][1]], [b"wakes"])
         self.assertEqual(polling(), "0")
+
+    def test_query_assignment_balances_the_group(self) -> None:
+        """PULL: the group's members split the queues (AVG); POP with popShareQueueNum 0: each pops all (queueId -1)."""
+        s = self.server
+        s.create_topic("PopQ", 4)
+        members = []
+        for cid in ("127.0.0.1@a", "127.0.0.1@b"):
+            conn = Conn(s.broker)
+            self.addCleanup(conn.close)
+            data = {"clientID": cid, "producerDataSet": [], "consumerDataSet": [{
+                "groupName": "GQ", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
+                "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET", "unitMode": False, "subscriptionDataSet": [
+                    {"topic": "PopQ", "subString": "*", "tagsSet": [], "codeSet": [], "subVersion": 1, "expressionType": "TAG",
+                     "classFilterMode": False}]}]}
+            self.assertEqual(conn.call(RemotingCommand.request(RequestCode.HEART_BEAT, {}, orjson.dumps(data))).code, 0)
+            members.append((cid, conn))
+
+        def assigned(cid: str, conn: Conn) -> list[tuple[int, str]]:
+            body = orjson.dumps({"topic": "PopQ", "consumerGroup": "GQ", "clientId": cid, "messageModel": "CLUSTERING",
+                                 "strategyName": "AVG"})
+            r = conn.call(RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, None, body=body))
+            return sorted((a["messageQueue"]["queueId"], a["mode"]) for a in orjson.loads(r.body)["messageQueueAssignments"])
+
+        self.assertEqual([assigned(*m) for m in members], [[(0, "PULL"), (1, "PULL")], [(2, "PULL"), (3, "PULL")]])
+        body = orjson.dumps({"topic": "PopQ", "consumerGroup": "GQ", "mode": "POP", "popShareQueueNum": 0})
+        self.assertEqual(call(s.broker, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, None, body=body)).code, 0)
+        self.assertEqual([assigned(*m) for m in members], [[(-1, "POP")], [(-1, "POP")]])
 
     def test_request_mode_is_set_and_persisted(self) -> None:
         s = self.server
