@@ -101,8 +101,7 @@ class ReviveService:
         self._seq = itertools.count()
         self._next_qid = itertools.count()
         self._loop: task.LoopingCall | None = None
-        #: Acks read at load time for checkpoints not seen yet (an ack record may precede its ck's).
-        self.revived = 0
+        self.revived = 0  # checkpoints brought back (statistics)
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -129,7 +128,7 @@ class ReviveService:
         return d.addCallback(written)
 
     def ack(self, group: str, topic: str, queue_id: int, start_offset: int, pop_time: int,
-            offsets: list[int], revive_qid: int, broker_name: str, invisible_time: int) -> "defer.Deferred[PutResult]":
+            offsets: list[int], revive_qid: int, broker_name: str) -> "defer.Deferred[PutResult]":
         """Mark offsets of a checkpoint acked (one record, ``ack`` or ``bAck``) and drop it once all are."""
         self._apply_ack((group, topic, queue_id, start_offset, pop_time), offsets)
         body: dict = {"bn": broker_name, "c": group, "pt": pop_time, "q": queue_id, "so": start_offset, "t": topic}
@@ -239,7 +238,7 @@ class ReviveService:
                 ok = False
         if ok and left:
             res = await self.ack(ck.group, ck.topic, ck.queue_id, ck.start_offset, ck.pop_time, left, ck.revive_qid,
-                                 ck.broker_name, ck.invisible_time)
+                                 ck.broker_name)
             ok = res.ok
         ck.reviving = False
         if ok:

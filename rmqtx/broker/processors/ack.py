@@ -79,7 +79,7 @@ class AckProcessor:
         if info.revive_qid == keys.ORDER_REVIVE_QUEUE:
             return self._ack_orderly(response, header.consumerGroup, header.topic, header.queueId, header.offset, info.pop_time)
         d = self.ctx.pop.revive.ack(header.consumerGroup, header.topic, header.queueId, info.ck_offset, info.pop_time,
-                                    [header.offset], info.revive_qid, info.broker_name, info.invisible_time)
+                                    [header.offset], info.revive_qid, info.broker_name)
         return d.addCallback(lambda _: response)
 
     def _ack_orderly(self, response: RemotingCommand, group: str, topic: str, queue_id: int, offset: int, pop_time: int):
@@ -115,7 +115,6 @@ class AckProcessor:
                 revive_qid = int(a.get("rq", a.get("reviveQueueId", 0)))
                 start = int(a.get("so", a.get("startOffset", 0)))
                 pop_time = int(a.get("pt", a.get("popTime", 0)))
-                invisible = int(a.get("it", a.get("invisibleTime", 0)))
                 low, high = ctx.store.get_min_offset_in_queue(topic, queue_id), ctx.store.get_max_offset_in_queue(topic, queue_id)
                 offsets = [o for o in bitset_offsets(a.get("b", a.get("bitSet")), start) if low <= o <= high]
                 if not offsets:
@@ -124,8 +123,7 @@ class AckProcessor:
                     for o in offsets:
                         self._ack_orderly(response, group, topic, queue_id, o, pop_time)
                     continue
-                writes.append(ctx.pop.revive.ack(group, topic, queue_id, start, pop_time, offsets, revive_qid,
-                                                 broker_name, invisible))
+                writes.append(ctx.pop.revive.ack(group, topic, queue_id, start, pop_time, offsets, revive_qid, broker_name))
         if not writes:
             return response
         return defer.DeferredList(writes, consumeErrors=True).addCallback(lambda _: response)
@@ -157,7 +155,7 @@ class AckProcessor:
                         [header.offset], revive.next_revive_qid(), ctx.config.brokerName)
         d_ck = revive.add(ck)
         d_ack = revive.ack(header.consumerGroup, header.topic, header.queueId, info.ck_offset, info.pop_time,
-                           [header.offset], info.revive_qid, info.broker_name, info.invisible_time)
+                           [header.offset], info.revive_qid, info.broker_name)
 
         def answered(results):
             put = results[0][1] if results[0][0] else None
