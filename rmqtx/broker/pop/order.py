@@ -2,8 +2,9 @@
 
 The committed offset only moves when the popped messages are acked in full; when the invisible
 time runs out first, the same messages are popped again with their consume count raised (the
-``orderCountInfo`` the 5.x client turns into reconsume times). As in Apache 5.x the lock state is
-in memory: after a restart the un-acked messages are simply popped again from the committed offset.
+``orderCountInfo`` the 5.x client turns into reconsume times). The lock state is in memory (Apache
+persists it in consumerOrderInfo.json): after a restart the un-acked messages are popped again from the
+committed offset at once.
 """
 
 from __future__ import annotations
