@@ -7,6 +7,7 @@ as Java's client in its default test mode).
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 import time
@@ -114,6 +115,13 @@ class Probe:
                 return
             time.sleep(0.05)
         raise RuntimeError(f"topic {topic} never reached the name server")
+
+    def set_request_mode(self, topic: str, group: str, mode: str) -> None:
+        """SET_MESSAGE_REQUEST_MODE (5.x), as ``mqadmin setConsumeMode -m POP`` sends it."""
+        body = json.dumps({"topic": topic, "consumerGroup": group, "mode": mode, "popShareQueueNum": 0}).encode()
+        resp = call(self.broker, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, None, body=body))
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"set {group} on {topic} to {mode}: {resp.code} {resp.remark}")
 
     def query_keys(self, topic: str, key: str) -> list[str]:
         """Bodies of messages of ``topic`` whose KEYS contain ``key`` (QUERY_MESSAGE)."""

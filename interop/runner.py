@@ -57,6 +57,8 @@ def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log
     try:
         if scenario.create_topic:
             probe.create_topic(params["topic"])
+        if scenario.pop_mode:
+            probe.set_request_mode(params["topic"], params["group"], "POP")
         run = driver.run(scenario.op, params, timeout)
         if log_dir is not None:
             log = "\n".join(json.dumps(e) for e in [params, *run.events])

@@ -69,6 +69,7 @@ class Scenario:
     wait: float = 20.0  # how long the driver waits for deliveries
     create_topic: bool = True  # the runner creates the topic first, as mqadmin would
     modes: tuple[str, ...] = ()  # the modes it makes sense in (empty: every mode)
+    pop_mode: bool = False  # the runner then sets the group to POP, as ``mqadmin setConsumeMode -m POP`` would
 
     def params(self, ctx: Context, client: str) -> dict:
         """What the driver gets: names unique to this run and client, default waits, the scenario's own."""
@@ -491,6 +492,28 @@ def lite_pull_check(events: Events, params: dict, probe: Probe) -> str | None:
     return delivered_exactly(again, params["after_seek"])
 
 
+def pop_build(ctx: Context) -> dict:
+    """op ``pop``: send the specs; one push consumer of ``group`` with client rebalance off (the broker
+    assigns the queues, in POP mode: the runner set it) refuses the first delivery of each
+    ``fail_once`` spec (RECONSUME_LATER: the 5.x client changes its invisible time to 10 s) and acks
+    the rest, until every spec arrived and every ``fail_once`` one came back with reconsumeTimes 1."""
+    msgs = messages("pop", 6)
+    return {"messages": msgs, "fail_once": msgs[:1], "wait": 45, "linger": 1.0}
+
+
+def pop_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Each spec once, the refused one twice (reconsumeTimes 0 then 1), all under the topic itself."""
+    refused = {m["body"] for m in params["fail_once"]}
+    for body, seen in sorted(reconsumes(events).items()):
+        times = [e["reconsume"] for e in seen]
+        wanted = [0, 1] if body in refused else [0]
+        if times != wanted:
+            return f"{body}: reconsumeTimes {times}, wanted {wanted}"
+        if any(e["topic"] != params["topic"] for e in seen):
+            return f"{body}: delivered under topic {seen[-1]['topic']}"
+    return first(errors(events), delivered_exactly(events, params["messages"]))
+
+
 def dlq_consume_build(ctx: Context) -> dict:
     """op ``dlq_consume``: as op ``dlq`` (member 0 fails every delivery, ``max_reconsume`` retries,
     ``config`` event), then ``linger`` seconds after the last retry a push consumer of ``dlq_group``
@@ -689,6 +712,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("big_body", "4 MiB body", "send", big_build, body_scenario_check),
     Scenario("compressed", "compressed bodies", "send", compressed_build, compressed_check),
     Scenario("non_ascii", "non-ASCII keys and properties", "send", non_ascii_build, non_ascii_check),
+    Scenario("pop", "POP consumption (5.x)", "pop", pop_build, pop_check, wait=45.0, pop_mode=True),
 ]
 #: Run only in their modes (``python -m interop --mode acl`` / ``tls`` / ``tls-permissive``).
 SECURITY_SCENARIOS: list[Scenario] = [

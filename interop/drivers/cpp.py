@@ -38,6 +38,7 @@ class CppDriver(Driver):
         "sql92_filter": "the C++ client subscribes with tag expressions only",
         **without_tx_query_admin(NO_API),
         "request_reply": NO_API.format("request-reply API (request / reply message)"),
+        "pop": NO_API.format("POP consumer (RocketMQ 5.x)"),
         "lite_pull": NO_API.format("lite pull consumer: its pull API reads whole queues, no assign/seek/commit"),
         "timer": NO_API.format("timer message API (delivery time / delay in ms are RocketMQ 5.x; it has delay levels only)"),
     }

@@ -42,6 +42,7 @@ class GoDriver(Driver):
         "admin_cluster": NO_API.format("cluster or broker runtime info in its admin API (GET_BROKER_CLUSTER_INFO is commented out of admin.Admin)"),
         "admin_progress": NO_API.format("consume stats in its admin API (no GET_CONSUME_STATS)"),
         "timer": NO_API.format("timer message API (delivery time / delay in ms are RocketMQ 5.x; it has delay levels only)"),
+        "pop": NO_API.format("POP consumer (RocketMQ 5.x)"),
         # Brokers match a tag subscription by the codes the client puts in its heartbeat (Apache 4.9.8 too).
         "non_ascii": "rocketmq-client-go v2 hashes subscribed tags over UTF-8 bytes (utils.HashString), brokers hash stored "
                      "tags as Java's String.hashCode over UTF-16: a non-ASCII tag subscription matches nothing",

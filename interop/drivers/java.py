@@ -52,7 +52,8 @@ class JavaDriver(Driver):
     containers = True
     image: str | None = None  # a prebuilt image (interop/java/Dockerfile, target client) instead of building one
     unsupported = {"timer": "rocketmq-client 4.9.8 has no timer message API (Message.setDelayTimeMs / setDelayTimeSec / "
-                            "setDeliverTimeMs came with 5.x)"}
+                            "setDeliverTimeMs came with 5.x)",
+                   "pop": "rocketmq-client 4.9.8 has no POP consumption (RocketMQ 5.x)"}
 
     def __init__(self) -> None:
         self.build: javabuild.JavaBuild | None = None

@@ -17,6 +17,7 @@ class NodeDriver(Driver):
     name = "node"
     unsupported = {
         "oneway_send": NO_API.format("oneway send"),
+        "pop": NO_API.format("POP consumer (RocketMQ 5.x)"),
         "batch_send": NO_API.format("batch send"),
         "orderly": NO_API.format("queue selector or orderly consumer"),
         **without_tx_query_admin(NO_API),

@@ -256,6 +256,36 @@ async def op_retry(p: dict) -> None:
     await prod.shutdown()
 
 
+async def op_pop(p: dict) -> None:
+    """rmqtx's PopConsumer: refuse each ``fail_once`` spec once (its invisible time cut to 1 s), ack the rest."""
+    from rmqtx.client import PopConsumer
+    from rmqtx.client.config import ClientConfig
+
+    prod = await producer(p)
+    await send_all(prod, p)
+    consumer = PopConsumer(p["group"], config=ClientConfig(p["namesrv"], instance_name=f"{p['group']}-0"))
+    await consumer.start()
+    refuse = set(bodies(p, "fail_once"))
+    events: list[dict] = []
+
+    def done() -> bool:
+        seen = {(e["body"], e["reconsume"]) for e in events}
+        return {b for b, _ in seen} >= set(bodies(p)) and all((b, 1) in seen for b in refuse)
+
+    deadline = time.monotonic() + p["wait"]
+    while not done() and time.monotonic() < deadline:
+        for m in await consumer.receive(p["topic"], invisible_time=30, poll_time=2, from_first=True):
+            event = recv_event(p, m, 0)
+            events.append(event)
+            if event["body"] in refuse and m.reconsume_times == 0:
+                await consumer.change_invisible_time(m, 1.0)
+            else:
+                await consumer.ack(m)
+    await sleep(p["linger"])
+    await consumer.shutdown()
+    await prod.shutdown()
+
+
 async def op_dlq(p: dict) -> None:
     prod = await producer(p)
     await send_all(prod, p)

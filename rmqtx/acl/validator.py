@@ -38,6 +38,12 @@ class AclRefusal(Exception):
         self.remark = f"{_ACL_EXCEPTION}: {message}, {frame}"
 
 
+#: 5.x codes that take messages from a group (Apache's ACL 1.0 checks only their signature; a pop moves
+#: the group's offset, so rmqtx asks for SUB on the topic and the group as for a pull).
+_POP_READS = frozenset({RequestCode.POP_MESSAGE, RequestCode.PEEK_MESSAGE, RequestCode.NOTIFICATION})
+_POP_ACKS = frozenset({RequestCode.ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME})
+
+
 def _retry(group: str | None) -> str | None:
     return None if group is None else RETRY_PREFIX + group
 
@@ -88,6 +94,14 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
         _required(ext, "commitOffset")
         need[_retry(group)] = SUB  # type: ignore[index]
         need[topic] = SUB
+    elif code in _POP_READS:
+        need[_required(ext, "topic")] = SUB
+        need[_retry(_required(ext, "consumerGroup"))] = SUB  # type: ignore[index]
+    elif code in _POP_ACKS:
+        topic = _required(ext, "topic")
+        if not topic.startswith(RETRY_PREFIX):  # an ack of a pop-retry message names %RETRY%group_topic
+            need[topic] = SUB
+        need[_retry(_required(ext, "consumerGroup"))] = SUB  # type: ignore[index]
     need.pop(None, None)  # type: ignore[call-overload]
     return need  # type: ignore[return-value]
 

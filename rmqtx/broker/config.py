@@ -198,11 +198,12 @@ def known_keys() -> frozenset[str]:
     global _KNOWN
     if _KNOWN is None:
         from rmqtx.broker.java_settings import java_defaults
+        from rmqtx.broker.pop.settings import PopSettings
         from rmqtx.store.config import StoreConfig
 
         fields = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "properties"}
         _KNOWN = frozenset(fields | STORE_KEYS | EXTRA_KEYS | set(java_defaults(10911))
-                           | set(StoreConfig().to_properties()))
+                           | set(StoreConfig().to_properties()) | {f.name for f in dataclasses.fields(PopSettings)})
     return _KNOWN
 
 

@@ -42,6 +42,8 @@ class BrokerContext:
     ha: Any = None
     #: Timer messages (rmqtx.broker.timer.TimerMessageService); None on a broker without one.
     timer: Any = None
+    #: POP consumption (rmqtx.broker.pop.service.PopService), set once the context is built.
+    pop: Any = None
 
     @property
     def store_host(self) -> tuple[str, int]:

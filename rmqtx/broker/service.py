@@ -19,6 +19,7 @@ from rmqtx.broker.ha.role import HARole
 from rmqtx.broker.locks import RebalanceLockManager
 from rmqtx.broker.long_polling import PullHoldService
 from rmqtx.broker.offsets import ConsumerOffsetManager
+from rmqtx.broker.pop.service import PopService
 from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
@@ -106,6 +107,7 @@ class BrokerService(service.Service):
         ctx.timer = TimerMessageService(store, cfg.storePathRootDir, timer_config(cfg.properties), reactor=self.reactor)
         ctx.transactions.timer = ctx.timer
         ctx.registrar.on_registered.append(ctx.ha.on_registered)
+        ctx.pop = PopService(ctx, self.reactor)
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
         if cfg.aclEnable:
@@ -116,6 +118,7 @@ class BrokerService(service.Service):
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
         store.add_arrival_listener(ctx.stats.on_arrival)
+        store.add_arrival_listener(ctx.pop.holds.notify_arrival)
         if cfg.enableCalcFilterBitMap:
             store.set_bitmap_calculator(filters.calc_bitmap)
         return ctx
@@ -164,10 +167,12 @@ class BrokerService(service.Service):
         else:
             self._listen_fast(listening)
         ctx.store.start(self.reactor)
+        ctx.pop.load()  # replays the revive topic: needs the running store
         if not self.config.is_slave:  # a slave neither delivers delayed messages nor checks transactions
             ctx.schedule.start()
             ctx.timer.start()
             ctx.transactions.start()
+        ctx.pop.start()
         ctx.ha.start(ephemeral)
         ctx.topics.file.save_now(ctx.topics.to_json())
         self._offset_flush = task.LoopingCall(ctx.offsets.persist)
@@ -226,6 +231,7 @@ class BrokerService(service.Service):
             await ctx.registrar.stop()
             await ctx.ha.stop()
             ctx.holds.stop()
+            ctx.pop.stop()
             ctx.schedule.stop()
             await ctx.timer.drain()
             ctx.transactions.stop()
@@ -234,7 +240,8 @@ class BrokerService(service.Service):
         self.factory.close_all()
         await self._namesrv_client.close()
         if ctx is not None:
-            for config_file in (ctx.topics.file, ctx.groups.file, ctx.offsets.file, ctx.schedule.file, ctx.filters.file):
+            for config_file in (ctx.topics.file, ctx.groups.file, ctx.offsets.file, ctx.schedule.file, ctx.filters.file,
+                                ctx.pop.modes.file):
                 await config_file.drain()
             ctx.offsets.persist_now()
             ctx.filters.persist_now()

@@ -3,6 +3,7 @@
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.consumer import ConsumeContext, ConsumeStatus, OrderlyStatus, PullConsumer, PushConsumer
 from rmqtx.client.errors import MQBrokerError, MQClientError, MQError
+from rmqtx.client.pop import PopConsumer
 from rmqtx.client.message import Message, MessageExt, MessageQueue, PullResult, PullStatus, SendResult, SendStatus, TransactionState
 from rmqtx.client.producer import Producer, TransactionProducer
 from rmqtx.client.request_reply import RequestTimeoutError, create_reply_message
@@ -18,6 +19,7 @@ __all__ = [
     "MessageExt",
     "MessageQueue",
     "OrderlyStatus",
+    "PopConsumer",
     "Producer",
     "PullConsumer",
     "PullResult",

@@ -360,3 +360,94 @@ class ReplyMessageRequestHeader(CommandHeader):
     bornHost: str = ""
     storeHost: str = ""
     storeTimestamp: int = 0
+
+
+# -- pop (RocketMQ 5.x) ----------------------------------------------------------------------
+@dataclass(slots=True)
+class PopMessageRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    maxMsgNums: int
+    invisibleTime: int
+    pollTime: int
+    bornTime: int
+    initMode: int
+    expType: Optional[str] = None
+    exp: Optional[str] = None
+    order: Optional[bool] = False
+    attemptId: Optional[str] = None
+
+
+@dataclass(slots=True)
+class PopMessageResponseHeader(CommandHeader):
+    popTime: int
+    invisibleTime: int
+    reviveQid: int
+    restNum: int
+    startOffsetInfo: Optional[str] = None
+    msgOffsetInfo: Optional[str] = None
+    orderCountInfo: Optional[str] = None
+
+
+@dataclass(slots=True)
+class AckMessageRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    extraInfo: str
+    offset: int
+
+
+@dataclass(slots=True)
+class ChangeInvisibleTimeRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    extraInfo: str
+    offset: int
+    invisibleTime: int
+
+
+@dataclass(slots=True)
+class ChangeInvisibleTimeResponseHeader(CommandHeader):
+    popTime: int
+    invisibleTime: int
+    reviveQid: int
+
+
+@dataclass(slots=True)
+class PeekMessageRequestHeader(CommandHeader):
+    topic: str
+    queueId: int
+    maxMsgNums: int
+    consumerGroup: str
+
+
+@dataclass(slots=True)
+class NotificationRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    pollTime: int
+    bornTime: int
+    order: Optional[bool] = False
+    attemptId: Optional[str] = None
+
+
+@dataclass(slots=True)
+class NotificationResponseHeader(CommandHeader):
+    hasMsg: bool
+    pollingFull: Optional[bool] = False
+
+
+@dataclass(slots=True)
+class PollingInfoRequestHeader(CommandHeader):
+    consumerGroup: str
+    topic: str
+    queueId: int
+
+
+@dataclass(slots=True)
+class PollingInfoResponseHeader(CommandHeader):
+    pollingNum: int

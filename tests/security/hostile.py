@@ -30,6 +30,13 @@ BAD_BODIES: tuple[bytes, ...] = (
     b'{"subscriptionData": 5}',
     b'{"subscriptionData": {"expressionType": ["SQL92"]}}',
     b'{1: 2, "x": }',
+    b'{"acks": 5}',
+    b'{"acks": [{"c": "g", "t": "t", "q": "x", "so": 0, "b": "AQ=="}]}',
+    b'{"acks": [{"c": "g", "t": "t", "q": 0, "so": 0, "b": "not base64!"}]}',
+    b'{"acks": [{"c": ["g"], "t": {"x": 1}, "b": [1, 2, "x"]}]}',
+    b'{"topic": ["t"], "consumerGroup": "g", "mode": "POP"}',
+    b'{"topic": "t", "consumerGroup": "g", "mode": "POP", "popShareQueueNum": "many"}',
+    b'{"topic": "t", "consumerGroup": "g", "clientId": 5, "messageModel": {"a": 1}, "strategyName": null}',
 )
 
 #: Codes whose Java processor decodes the body, with ext fields that get them past their header.
@@ -40,6 +47,9 @@ BODY_CODES: dict[int, dict[str, str]] = {
     RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: {},
     RequestCode.CHECK_CLIENT_CONFIG: {},
     RequestCode.UPDATE_BROKER_CONFIG: {},
+    RequestCode.BATCH_ACK_MESSAGE: {},
+    RequestCode.QUERY_ASSIGNMENT: {},
+    RequestCode.SET_MESSAGE_REQUEST_MODE: {},
     RequestCode.SEND_BATCH_MESSAGE: {
         "a": "pg", "b": "HostileTopic", "c": "TBW102", "d": "4", "e": "0", "f": "0", "g": "0", "h": "0", "m": "true",
     },

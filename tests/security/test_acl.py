@@ -163,6 +163,26 @@ class WhiteListAclTest(AclCase):
         self.assertNotIn("TopicT2", topic_names(self.server))
 
 
+class PopAclTest(AclCase):
+    def test_pop_and_ack_need_sub_on_topic_and_group(self) -> None:
+        """rmqtx asks a 5.x pop for what a pull needs (Apache's ACL 1.0 checks only the signature)."""
+        b = self.server.broker
+
+        def pop(topic: str, group: str) -> RemotingCommand:
+            fields = {"consumerGroup": group, "topic": topic, "queueId": -1, "maxMsgNums": 1, "invisibleTime": 60000,
+                      "pollTime": 0, "bornTime": int(time.time() * 1000), "initMode": 0}
+            return raw_call(b, signed(RequestCode.POP_MESSAGE, fields, ak=USER, sk=USER_SK))
+
+        self.assertEqual(pop("TopicR", "GroupA").code, ResponseCode.POLLING_TIMEOUT)  # allowed, nothing there
+        denied_topic = pop("TopicDenied", "GroupA")
+        self.assertTrue(denied_topic.remark.startswith(ACL_EXC + "No default permission for topic:TopicDenied"), denied_topic.remark)
+        denied_group = pop("TopicR", "GroupD")
+        self.assertIn("group:GroupD", denied_group.remark)
+        ack = {"consumerGroup": "GroupD", "topic": "%RETRY%GroupD_TopicR", "queueId": 0, "extraInfo": "0 1 1 0 1 b 0 0", "offset": 0}
+        refused = raw_call(b, signed(RequestCode.ACK_MESSAGE, ack, ak=USER, sk=USER_SK))
+        self.assertIn("group:GroupD", refused.remark)
+
+
 class AclFileTest(AclCase):
     def test_reload_on_change(self) -> None:
         path = self.server.acl_path  # type: ignore[attr-defined]

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from rmqtx.broker.processors.ack import AckProcessor
 from rmqtx.broker.processors.admin import TopicAdminProcessor
 from rmqtx.broker.processors.admin_clients import ClientAdminProcessor
 from rmqtx.broker.processors.admin_groups import GroupAdminProcessor
 from rmqtx.broker.processors.admin_runtime import RuntimeAdminProcessor
 from rmqtx.broker.processors.client_manage import ClientManageProcessor
 from rmqtx.broker.processors.delivery import DeliveryProcessor
+from rmqtx.broker.processors.assignment import AssignmentProcessor
 from rmqtx.broker.processors.offsets import OffsetProcessor
+from rmqtx.broker.processors.pop import PopProcessor
+from rmqtx.broker.processors.pop_peek import PeekProcessor
 from rmqtx.broker.processors.pull import PullProcessor
 from rmqtx.broker.processors.query import QueryProcessor
 from rmqtx.broker.processors.reply import ReplyProcessor
@@ -29,4 +33,8 @@ ALL = (
     ClientAdminProcessor,
     EndTransactionProcessor,
     ReplyProcessor,
+    PopProcessor,
+    PeekProcessor,
+    AckProcessor,
+    AssignmentProcessor,
 )

@@ -514,6 +514,8 @@ public final class Interop {
             dlqConsume();
         } else if ("restart".equals(op)) {
             restart();
+        } else if ("pop".equals(op)) {
+            pop();
         } else {
             throw new IllegalArgumentException("unknown op " + op);
         }
@@ -633,6 +635,25 @@ public final class Interop {
         members.start();
         final List<String> want = bodies("messages");
         until(() -> members.has(want, null, 1), num("wait"));
+        members.stop();
+        producer.shutdown();
+    }
+
+    /** 5.x only: client rebalance off, so the broker assigns the queues and answers POP (the runner set the group's mode). */
+    private void pop() throws Exception {
+        DefaultMQProducer producer = producer();
+        sendAll(producer, "sync");
+        final Set<String> refuse = new HashSet<String>(bodies("fail_once"));
+        final Members members = new Members(1, false, false, m -> refuse.contains(label(m)) && m.getReconsumeTimes() == 0, 16);
+        for (DefaultMQPushConsumer c : members.consumers) {
+            c.getClass().getMethod("setClientRebalance", boolean.class).invoke(c, false);  // absent from 4.9.8
+            c.setConsumeMessageBatchMaxSize(1);
+        }
+        members.start();
+        final List<String> want = bodies("messages");
+        final List<String> again = bodies("fail_once");
+        until(() -> members.has(want, null, 0) && members.has(again, null, 1), num("wait"));
+        sleep(num("linger"));
         members.stop();
         producer.shutdown();
     }

@@ -1,0 +1,1 @@
+"""POP consumption (RocketMQ 5.x): checkpoints, acks, revive, orderly pop, request modes."""

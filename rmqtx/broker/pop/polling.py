@@ -1,0 +1,102 @@
+"""Long polling for POP_MESSAGE: a pop that found nothing waits for an arrival on its topic (one
+queue or all), its pop retry topic, or an orderly unlock, until its poll time is up."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from twisted.internet import defer
+from twisted.internet.interfaces import IDelayedCall
+
+from rmqtx.remoting.command import RemotingCommand
+
+#: Re-runs the pop; ``final`` on timeout. Returns the answer, or None to keep waiting.
+Retry = Callable[[bool], "defer.Deferred[RemotingCommand | None]"]
+
+
+@dataclass(eq=False)
+class _HeldPop:
+    watches: dict[str, int]  # topic -> queue id (-1: any)
+    retry: Retry
+    waiter: "defer.Deferred[RemotingCommand | None]"
+    timer: IDelayedCall | None = None
+    busy: bool = False
+    done: bool = False
+
+
+class PopHoldService:
+    def __init__(self, reactor, max_held: int = 100000) -> None:
+        self.reactor = reactor
+        self.max_held = max_held
+        self.by_topic: dict[str, list[_HeldPop]] = {}
+        self.count = 0
+
+    def full(self) -> bool:
+        return self.count >= self.max_held
+
+    def hold(self, watches: dict[str, int], timeout_s: float, retry: Retry) -> "defer.Deferred[RemotingCommand | None]":
+        held = _HeldPop(watches, retry, defer.Deferred())
+        for topic in watches:
+            self.by_topic.setdefault(topic, []).append(held)
+        self.count += 1
+        held.timer = self.reactor.callLater(max(timeout_s, 0.0), self._run, held, True)
+        return held.waiter
+
+    def _remove(self, held: _HeldPop) -> None:
+        if held.done:
+            return
+        held.done = True
+        self.count -= 1
+        if held.timer is not None and held.timer.active():
+            held.timer.cancel()
+        for topic in held.watches:
+            waiting = self.by_topic.get(topic)
+            if waiting and held in waiting:
+                waiting.remove(held)
+                if not waiting:
+                    del self.by_topic[topic]
+
+    def _run(self, held: _HeldPop, final: bool) -> None:
+        if held.done or (held.busy and not final):
+            return
+        held.busy = True
+
+        def answered(answer: RemotingCommand | None) -> None:
+            held.busy = False
+            if held.done:
+                return
+            if answer is not None or final:
+                self._remove(held)
+                held.waiter.callback(answer)
+
+        def failed(failure) -> None:
+            held.busy = False
+            if not held.done:
+                self._remove(held)
+                held.waiter.errback(failure)
+
+        held.retry(final).addCallbacks(answered, failed)
+
+    def notify(self, topic: str, queue_id: int) -> None:
+        """Something to pop may be there now (arrival, re-put, orderly unlock): wake those watching it."""
+        for held in list(self.by_topic.get(topic, ())):
+            wanted = held.watches.get(topic, -1)
+            if wanted < 0 or wanted == queue_id:
+                self._run(held, False)
+
+    def held_on(self, topic: str, queue_id: int) -> int:
+        """How many held requests watch this queue (POLLING_INFO)."""
+        return sum(1 for held in self.by_topic.get(topic, ()) if held.watches.get(topic, -1) == queue_id)
+
+    def notify_arrival(self, topic: str, queue_id: int, max_offset: int) -> None:
+        if topic in self.by_topic:
+            self.notify(topic, queue_id)
+
+    def stop(self) -> None:
+        for waiting in list(self.by_topic.values()):
+            for held in list(waiting):
+                if not held.done:
+                    self._remove(held)
+                    held.waiter.callback(None)
+        self.by_topic.clear()
