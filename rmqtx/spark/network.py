@@ -34,6 +34,7 @@ EARLIEST, LATEST = -2, -1
 DEFAULT_GROUP = "RMQTX_SPARK_READER"
 DEFAULT_PER_PARTITION = 200_000
 BATCH_BYTES = 8 << 20  # pulled bytes decoded into one Arrow batch
+SEARCH_SLACK = 64  # offsets read around a SEARCH_OFFSET_BY_TIMESTAMP answer
 BROKER_FIELD = StructField("brokerName", StringType())
 
 try:  # Spark 4.2+: admission control and Trigger.AvailableNow for Python streaming sources
@@ -115,6 +116,8 @@ class QueueRange(InputPartition):
     start: int
     end: int
     commit: bool = False
+    min_ms: int | None = None  # store time window [min_ms, max_ms) from the *Timestamp options
+    max_ms: int | None = None
 
 
 # -- offsets ---------------------------------------------------------------------------------
@@ -154,9 +157,14 @@ def resolve(cluster: Cluster, queues: list[Queue], opts: NetOptions, which: str,
     given = opts.options.get(f"{which}Offsets")
     if stamp is not None and given is not None:
         raise ValueError(f"give {which}Offsets or {which}Timestamp, not both")
-    if stamp is not None:
+    if stamp is not None:  # Java answers the unit closest in time: back off, the reader cuts by time exactly
         ms = _time(stamp)
-        return {q: cluster.search_offset(q, ms) for q in queues}
+        out = {}
+        for q in queues:
+            found = cluster.search_offset(q, ms)
+            lo, hi = cluster.min_offset(q), cluster.max_offset(q)
+            out[q] = max(lo, found - SEARCH_SLACK) if which == "starting" else min(hi, found + SEARCH_SLACK)
+        return out
     spec = _parse_spec(given, default)
     out = {}
     for q in queues:
@@ -198,7 +206,7 @@ def split(q: Queue, start: int, end: int, per_partition: int, commit: bool) -> l
 def read_range(opts: NetOptions, part: QueueRange, arrow_schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """Pull the range and yield it as Arrow batches; commits the group's offset once all is read."""
     sub = opts.subscription(part.queue.topic)
-    scan_opts = S.ScanOptions(include_body=opts.include_body)
+    scan_opts = S.ScanOptions(part.min_ms, part.max_ms, opts.include_body)
     with opts.cluster() as cluster:
         pending: list[bytes] = []
         size = 0
@@ -258,9 +266,14 @@ class NetworkReader(DataSourceReader):
             queues = all_queues(cluster, self.opts.topics)
             start = resolve(cluster, queues, self.opts, "starting", "group" if self.opts.group_given else "earliest")
             end = resolve(cluster, queues, self.opts, "ending", "latest")
+        o = self.opts.options
+        window = (_time(o["startingTimestamp"]) if "startingTimestamp" in o else None,
+                  _time(o["endingTimestamp"]) if "endingTimestamp" in o else None)
         out: list[InputPartition] = []
         for q in queues:
-            out += split(q, start[q], end[q], self.opts.per_partition, self.opts.commit)
+            for part in split(q, start[q], end[q], self.opts.per_partition, self.opts.commit):
+                part.min_ms, part.max_ms = window
+                out.append(part)
         return out
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -298,7 +311,7 @@ class NetworkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 merged[topic][key] = off if have is None else max(have, off)
         cap = self.opts.max_per_trigger
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
-            cap = limit.maxRows
+            cap = limit.max_rows
         elif limit is not None and type(limit).__name__ == "ReadAllAvailable":
             cap = None
         return merged if cap is None or start is None else _capped(start, merged, cap)
@@ -326,6 +339,9 @@ class NetworkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 for topic, key, stop in fresh:
                     q = self._queue(topic, key, cluster)
                     out += split(q, cluster.min_offset(q), stop, self.opts.per_partition, False)
+        if "startingTimestamp" in self.opts.options:  # the initial offsets were backed off: cut by time
+            for part in out:
+                part.min_ms = _time(self.opts.options["startingTimestamp"])
         return out
 
     def _queue(self, topic: str, key: str, cluster: Cluster | None = None) -> Queue:
