@@ -31,7 +31,7 @@ class TwoBrokers:
         except BaseException:
             self.close()
             raise
-        self.senders: dict[str, Sender] = {}
+        self.senders: dict = {}
 
     def close(self) -> list[str]:
         for s in self.senders.values():
@@ -60,6 +60,24 @@ class TwoBrokers:
         if broker not in self.senders:
             self.senders[broker] = Sender(self.brokers[broker].addr, "P_spark_tests")
         resp = self.senders[broker].send(topic, body, queue_id, **props)
+        assert resp.code == ResponseCode.SUCCESS, (resp.code, resp.remark)
+        return int(resp.ext_fields["queueOffset"])
+
+    def send_born(self, broker: str, topic: str, queue_id: int, body: bytes, born_ms: int, **props: str) -> int:
+        """One message with a chosen bornTimestamp (event time for windowed pipelines); returns its queue offset."""
+        from rmqtx.common.message import properties_to_string
+        from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
+        from rmqtx.spark.wire import Connection
+
+        header = SendMessageRequestHeader(
+            producerGroup="P_spark_tests", topic=topic, defaultTopic="TBW102", defaultTopicQueueNums=4,
+            queueId=queue_id, sysFlag=0, bornTimestamp=born_ms, flag=0, properties=properties_to_string(props),
+            reconsumeTimes=0, unitMode=False, batch=False)
+        fields, order = send_header_to_v2(header)
+        if ("born", broker) not in self.senders:
+            self.senders[("born", broker)] = Connection(self.brokers[broker].addr)  # type: ignore[index]
+        resp = self.senders[("born", broker)].call(  # type: ignore[index]
+            RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body, fast_keys=order))
         assert resp.code == ResponseCode.SUCCESS, (resp.code, resp.remark)
         return int(resp.ext_fields["queueOffset"])
 

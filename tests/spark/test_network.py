@@ -23,6 +23,11 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def millis_of(dt) -> int:
+    """Epoch ms of a collected timestamp (PySpark hands them out as naive local times)."""
+    return round(dt.timestamp() * 1000)
+
+
 def wait_past(ms: int) -> None:
     """Until the clock has passed ms (store times after this are later than ms)."""
     while now_ms() <= ms:
@@ -154,6 +159,33 @@ class NetworkTest(SparkTestCase):
         with self.assertRaises(Exception) as ctx:
             self.read("N_ALL", filterType="XPATH").count()
         self.assertIn("filterType must be TAG or SQL92", str(ctx.exception))
+
+    # ---- the example pipeline ----------------------------------------------------------------------
+
+    def test_tag_minutes_pipeline_writes_each_closed_minute_once(self) -> None:
+        from rmqtx.spark.jobs import tag_minutes
+
+        self.topic("N_PIPE", 0)
+        t0 = (now_ms() // 60_000 - 10) * 60_000  # ten minutes ago, on a minute boundary
+        want: dict[tuple[int, str], int] = {}
+        for i in range(36):
+            minute, tag = i % 3, ("A", "B", None)[(i // 3) % 3]
+            props = {"TAGS": tag} if tag else {}
+            self.brokers.send_born(("broker-a", "broker-b")[i % 2], "N_PIPE", i % 2, b"x" * i,
+                                   t0 + minute * 60_000 + i * 100, **props)
+            want[(minute, tag or "")] = want.get((minute, tag or ""), 0) + 1
+        self.brokers.send_born("broker-a", "N_PIPE", 0, b"closer", t0 + 5 * 60_000, TAGS="A")  # moves the watermark
+        out = os.path.join(self.tmp.name, "tag-minutes")
+        query = tag_minutes.start(self.spark, self.brokers.namesrv, "N_PIPE", out, out + ".ckpt",
+                                  time_column="bornTimestamp", watermark="10 seconds", available_now=False)
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        rows = self.spark.read.parquet(out).collect()
+        got = {((millis_of(r["minute"]) - t0) // 60_000, r["tag"]): r["messages"] for r in rows}
+        self.assertEqual(got, want)  # minute 5 (the closer) is still open, so not written
+        self.assertEqual(len(rows), len(want))
 
     # ---- sink ----------------------------------------------------------------------------------
 
