@@ -57,9 +57,16 @@ class TwoBrokers:
 
     def send(self, broker: str, topic: str, queue_id: int, body: bytes, **props: str) -> int:
         """One message to a queue of one broker group; returns its queue offset."""
-        if broker not in self.senders:
-            self.senders[broker] = Sender(self.brokers[broker].addr, "P_spark_tests")
-        resp = self.senders[broker].send(topic, body, queue_id, **props)
+        for attempt in (0, 1):
+            if broker not in self.senders:
+                self.senders[broker] = Sender(self.brokers[broker].addr, "P_spark_tests")
+            try:
+                resp = self.senders[broker].send(topic, body, queue_id, **props)
+                break
+            except ConnectionError:  # brokers close connections idle for 120 s, as Java's do
+                self.senders.pop(broker).close()
+                if attempt:
+                    raise
         assert resp.code == ResponseCode.SUCCESS, (resp.code, resp.remark)
         return int(resp.ext_fields["queueOffset"])
 
