@@ -202,6 +202,23 @@ class NetworkTest(SparkTestCase):
             self.assertEqual((r["tags"], r["keys"]), (f"T{i % 2}", [f"key{i}"]))
         self.assertEqual({r["brokerName"] for r in back}, {"broker-a", "broker-b"})
 
+    def test_stream_copied_from_one_topic_to_another(self) -> None:
+        sent = self.topic("N_COPY_IN", 40)
+        self.topic("N_COPY_OUT", 0)
+        src = self.spark.readStream.format("rocketmq").option("namesrv", self.brokers.namesrv) \
+            .option("topics", "N_COPY_IN").option("startingOffsets", "earliest").load()
+        query = src.select("body", "tags", F.concat(F.lit("copy-"), "uniqKey").alias("keys")) \
+            .writeStream.format("rocketmq").option("namesrv", self.brokers.namesrv).option("topic", "N_COPY_OUT") \
+            .option("checkpointLocation", os.path.join(self.tmp.name, "copy-ckpt")).start()
+        try:
+            query.processAllAvailable()
+        finally:
+            query.stop()
+        copied = self.read("N_COPY_OUT").collect()
+        self.assertEqual(sorted(r["body"] for r in copied), sorted(s["body"] for s in sent))
+        self.assertEqual(sorted((r["tags"], r["keys"][0]) for r in copied),
+                         sorted((s["tags"], f"copy-N_COPY_IN-m-{s['i']}") for s in sent))
+
     # ---- streaming -----------------------------------------------------------------------------
 
     def stream_once(self, topic: str, out: str, checkpoint: str, **options) -> None:
