@@ -1,6 +1,8 @@
 """PySpark Python data sources over a RocketMQ store directory.
 
-`rocketmq`: one row per message, read from the commit log (partitions = byte ranges of commit log
+`rocketmq` with option namesrv reads live brokers over the network, in batch and as a stream,
+and writes DataFrames to a topic (see network.py and sink.py). Without it, it reads a store
+directory: one row per message, read from the commit log (partitions = byte ranges of commit log
 files, cut at record boundaries) or, with `topics`, through those topics' consume queues
 (partitions = consume queue files). Options: topics (comma list), startTime/endTime (store time,
 epoch ms or ISO 8601, [start, end)), includeBody (true), verifyCrc (false | drop | flag: adds
@@ -18,7 +20,8 @@ from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader, DataSourceStreamWriter,
+                                    DataSourceWriter, InputPartition)
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegerType, LongType, MapType,
                                StringType, StructField, StructType, TimestampType)
@@ -243,12 +246,20 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> StructType:
+        if self.options.get("namesrv"):
+            from .network import network_schema
+
+            return network_schema(MESSAGE_SCHEMA)
         if parse_crc(self.options.get("verifyCrc")) == "flag":
             return StructType(MESSAGE_SCHEMA.fields + [CRC_FIELD])
         return MESSAGE_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         o = self.options
+        if o.get("namesrv"):
+            from .network import NetOptions, NetworkReader
+
+            return NetworkReader(NetOptions.parse(o), schema)
         opts = S.ScanOptions(parse_time(o.get("startTime")), parse_time(o.get("endTime")),
                              parse_bool(o.get("includeBody"), True), parse_crc(o.get("verifyCrc")))
         split = int(o.get("splitSize") or DEFAULT_SPLIT)
@@ -256,6 +267,24 @@ class RocketMQDataSource(DataSource):
             raise ValueError(f"splitSize must be a positive number of bytes, not {split}")
         return MessageReader(store_root(self.options), schema, opts,
                              topic_list(self.options.get("topics")) or None, split)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """Micro-batches over the network (option namesrv); store directories are batch only."""
+        from .network import NetOptions, NetworkStreamReader
+
+        if not self.options.get("namesrv"):
+            raise ValueError("streaming reads go through the brokers: give option('namesrv', 'host:port')")
+        return NetworkStreamReader(NetOptions.parse(self.options), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .sink import RocketMQWriter, SinkOptions
+
+        return RocketMQWriter(SinkOptions.parse(self.options, schema))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from .sink import RocketMQStreamWriter, SinkOptions
+
+        return RocketMQStreamWriter(SinkOptions.parse(self.options, schema))
 
 
 class QueueReader(DataSourceReader):

@@ -199,9 +199,12 @@ def scan_queue_file(path: str, files: list[LogFile], opts: ScanOptions) -> Itera
                 yield cols
 
 
-def decode(buf: np.ndarray, starts: np.ndarray, base: int, opts: ScanOptions,
+def decode(buf: np.ndarray, starts: np.ndarray, base: int | None, opts: ScanOptions,
            expect_size: np.ndarray | None = None) -> dict | None:
     """Decode the records at `starts` (file positions) into a dict of Arrow columns.
+
+    base is the commit log offset of buf[0]; None (records pulled over the network, not at their
+    place) takes each record's commit log offset from its own header field.
 
     Records whose fields do not add up to their total size (or to the consume queue's size)
     are dropped with a warning; the time window and CRC policy are applied before any
@@ -212,7 +215,7 @@ def decode(buf: np.ndarray, starts: np.ndarray, base: int, opts: ScanOptions,
     if expect_size is not None:
         ok &= rows["total"] == expect_size
     if not ok.all():
-        log.warning("commit log file at %d: %d malformed record(s) skipped", base, int((~ok).sum()))
+        log.warning("records at %s: %d malformed record(s) skipped", base, int((~ok).sum()))
     keep = ok
     if opts.start_ms is not None:
         keep &= rows["store_ts"] >= opts.start_ms
@@ -223,7 +226,7 @@ def decode(buf: np.ndarray, starts: np.ndarray, base: int, opts: ScanOptions,
         good = _crc(buf, rows["start"][idx] + rows["p_body"][idx], rows["body_len"][idx]) == rows["crc"][idx]
         if opts.crc == "drop":
             if not good.all():
-                log.warning("commit log file at %d: %d record(s) with a bad body CRC dropped", base, int((~good).sum()))
+                log.warning("records at %s: %d record(s) with a bad body CRC dropped", base, int((~good).sum()))
             keep[idx[~good]] = False
         else:
             rows["crc_valid"] = np.zeros(len(starts), bool)
@@ -263,7 +266,7 @@ def _crc(buf: np.ndarray, body_pos: np.ndarray, body_len: np.ndarray) -> np.ndar
                        np.int64, len(body_pos))
 
 
-def _columns(buf: np.ndarray, r: dict[str, np.ndarray], base: int, include_body: bool) -> dict:
+def _columns(buf: np.ndarray, r: dict[str, np.ndarray], base: int | None, include_body: bool) -> dict:
     """All output columns of the located records."""
     n = len(r["start"])
     s = r["start"]
@@ -283,13 +286,13 @@ def _columns(buf: np.ndarray, r: dict[str, np.ndarray], base: int, include_body:
 
 
 def _fixed_columns(head: np.ndarray, total: np.ndarray, crc: np.ndarray, sys_flag: np.ndarray,
-                   store_ts: np.ndarray, starts: np.ndarray, base: int) -> dict:
+                   store_ts: np.ndarray, starts: np.ndarray, base: int | None) -> dict:
     """Columns at fixed positions of the record header."""
     ts = pa.timestamp("us", tz="UTC")
     return {
         "queueId": pa.array(C.field(head, 12, 4), pa.int32()),
         "queueOffset": pa.array(C.field(head, R.QUEUE_OFFSET_POS, 8)),
-        "commitLogOffset": pa.array(starts + base),
+        "commitLogOffset": pa.array(starts + base if base is not None else C.field(head, PHYS_OFFSET_POS, 8)),
         "storeSize": pa.array(total, pa.int32()),
         "bodyCRC": pa.array(crc, pa.int32()),
         "flag": pa.array(C.field(head, 16, 4), pa.int32()),

@@ -1,4 +1,7 @@
-"""Batch jobs over a store: export to Parquet, per-topic stats, consumer lag (`python -m rmqtx.spark`)."""
+"""Batch jobs over a store: export to Parquet, per-topic stats, consumer lag (`python -m rmqtx.spark`).
+
+Streaming pipelines over live brokers live next to them (tag_minutes: `python -m rmqtx.spark.jobs.tag_minutes`).
+"""
 from __future__ import annotations
 
 import argparse
@@ -78,7 +81,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
     args = _parser().parse_args(argv)
     own = spark is None
     if spark is None:
-        from .session import build_session
+        from ..session import build_session
 
         spark = build_session(args.master, app_name=f"rmqtx-{args.job}", progress=True)
     progress = Progress(args.job, say=print)  # Spark's console progress bar shows the stages on stderr
