@@ -25,7 +25,7 @@ from rmqtx.broker.transactions import TransactionService
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
-from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory
+from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory, batch_writes
 from rmqtx.remoting.tls import TlsClientSettings, listening_factory
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.message_store import MessageStore
@@ -64,6 +64,7 @@ class BrokerService(service.Service):
         cfg = self.config
         cfg.check_role()
         store = MessageStore(StoreConfig.from_properties(cfg.store_properties()))
+        store.flush.release_hook = batch_writes  # answers a group commit releases leave one write per connection
         topics = TopicConfigManager(cfg, cfg.storePathRootDir)
         clients = ClientManager(self._notify_consumers)
         offsets = ConsumerOffsetManager(cfg.storePathRootDir)
