@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from twisted.application import service
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqtx.acl.service import AclService, default_acl_path
 from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
@@ -30,6 +31,9 @@ from rmqtx.remoting.tls import TlsClientSettings, listening_factory
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.message_store import MessageStore
 
+if TYPE_CHECKING:
+    from rmqtx.acl.service import AclService
+
 log = Logger(namespace="rmqtx.broker")
 #: Java persists config/consumerFilter.json on a 10 s timer too.
 FILTER_PERSIST_SECONDS = 10.0
@@ -52,7 +56,7 @@ class BrokerService(service.Service):
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
         self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
-        self.acl: AclService | None = None
+        self.acl: "AclService | None" = None
 
     # -- wiring -----------------------------------------------------------------------------
     def _notify_consumers(self, group: str, conns: list[RemotingProtocol]) -> None:
@@ -92,6 +96,8 @@ class BrokerService(service.Service):
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
         if cfg.aclEnable:
+            from rmqtx.acl.service import AclService, default_acl_path  # only when on: it loads YAML
+
             self.acl = AclService(
                 default_acl_path(cfg.aclFilePath), lambda: (cfg.brokerClusterName, cfg.brokerName, cfg.broker_addr), self.reactor
             )
