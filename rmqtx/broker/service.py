@@ -105,6 +105,7 @@ class BrokerService(service.Service):
         self.dispatcher.on_close.append(clients.connection_closed)
         store.add_arrival_listener(holds.notify_arrival)
         store.add_arrival_listener(ctx.stats.on_arrival)
+        self.dispatcher.after_read.append(store.flush_arrivals)
         if cfg.enableCalcFilterBitMap:
             store.set_bitmap_calculator(filters.calc_bitmap)
         return ctx

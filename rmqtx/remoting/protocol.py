@@ -61,6 +61,9 @@ class Dispatcher:
         self.processors: dict[int, Handler] = {}
         self.on_open: list[Callable[["RemotingProtocol"], None]] = []
         self.on_close: list[Callable[["RemotingProtocol"], None]] = []
+        #: Run at the end of each read, after its frames are handled and before their answers are
+        #: written (the broker tells long polling about the read's puts once, not per message).
+        self.after_read: list[Callable[[], None]] = []
         #: One pre-dispatch check (the broker's ACL): returns a refusal to answer, or None to go on.
         self.guard: Callable[[RemotingCommand, "RemotingProtocol"], RemotingCommand | None] | None = None
 
@@ -213,6 +216,13 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
             self._unprocessed = buf[pos:] if pos else buf
         finally:
             if outer:
+                dispatcher = self.dispatcher
+                if dispatcher is not None and dispatcher.after_read:
+                    for fn in dispatcher.after_read:
+                        try:
+                            fn()
+                        except Exception:
+                            log.failure("after-read hook failed")
                 self._flush_out()
 
     def _flush_out(self) -> None:

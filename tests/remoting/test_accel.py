@@ -195,3 +195,18 @@ def _outcome_any(fn, *args):
         return "ok", fn(*args)
     except Exception as exc:  # the same exception type is part of the contract
         return "raised", type(exc)
+
+
+@unittest.skipIf(C is None, "rmqtx._accel not built (Availability says whether it should be)")
+class SameFrameHeads(unittest.TestCase):
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-32768, 32767), st.integers(0, 255), st.integers(-32768, 32767), ints32, ints32, st.binary(max_size=30),
+           st.dictionaries(texts, texts, max_size=6), st.integers(0, 10**6))
+    def test_binary_frame_heads(self, code, lang, version, opaque, flag, remark, ext, body_len) -> None:
+        args = (code, lang, version, opaque, flag, remark, ext or None, tuple(ext), body_len)
+        self.assertEqual(C.binary_frame_head(*args), serializer.binary_frame_head_py(*args))
+
+    def test_out_of_range_fails_alike(self) -> None:
+        for bad in [(40000, 0, 0, 0, 0), (1, 256, 0, 0, 0), (1, 0, 0, 2**31, 0)]:
+            args = (*bad, b"", None, (), 0)
+            self.assertEqual(_outcome_any(C.binary_frame_head, *args), _outcome_any(serializer.binary_frame_head_py, *args))

@@ -387,8 +387,8 @@ class FlushTest(unittest.TestCase):
         self.assertLessEqual(syncs, 2)
         q = self.store.commitlog.queue
         self.assertGreaterEqual(q.flushed_where, max(r.wrote_offset + r.wrote_bytes for r in results))
-        self.assertEqual(len(arrivals), 64)
-        self.assertEqual(arrivals[-1][2], 16)
+        # listeners hear once per grown queue per reactor turn, with its new max offset
+        self.assertEqual(sorted(arrivals), [("S", q, 16) for q in range(4)])
         # a second wave while nothing is in flight also shares syncs
         results = yield defer.gatherResults([self.store.put_message(msg("S", 0, b"x")) for _ in range(64)])
         self.assertLessEqual(self.store.flush.sync_count - before, 4)
