@@ -267,6 +267,19 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
                 held.append(self)
             out += encode_frame_parts(cmd)
 
+    def send_frame(self, frame: bytes) -> None:
+        """Write one already encoded frame (an answer built straight into bytes), as :meth:`send` would."""
+        if not self.closed:
+            out = self._out
+            if out is None:
+                held = _held
+                if held is None:
+                    self.transport.write(frame)
+                    return
+                self._out = out = []
+                held.append(self)
+            out.append(frame)
+
     def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         """Send ``response`` to ``request`` unless the request was oneway."""
         if response is None or request.flag & ONEWAY_FLAG:

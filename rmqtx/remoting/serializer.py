@@ -121,6 +121,9 @@ def _binary_order(fast_keys: tuple[str, ...], keys: tuple[str, ...]) -> tuple[st
     return tuple(fast) + hashmap_order(rest)
 
 
+binary_ext_order = _binary_order  # for callers that build ROCKETMQ frames themselves (binary_frame_head)
+
+
 def _binary_ext_order(cmd: RemotingCommand) -> tuple[str, ...]:
     ext = cmd.ext_fields
     if not ext:
