@@ -10,7 +10,6 @@ All of it runs on the reactor in bounded batches; only syncing the files to disk
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from typing import Callable, NamedTuple
