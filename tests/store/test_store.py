@@ -447,11 +447,11 @@ class FileCreationThreadTest(unittest.TestCase):
         self.made: list[tuple[str, str, bool]] = []  # (file, thread, whether the reactor let it go)
         real = mapped_file.MappedFile.create.__func__
 
-        def held_create(cls, path: str, file_size: int, from_offset: int = 0):
+        def held_create(cls, path: str, file_size: int, from_offset: int = 0, preallocate: bool = False):
             released = not self.hold or self.gate.wait(3)
             self.gate.clear()  # the next creation waits for the reactor's next turn
             self.made.append((path, threading.current_thread().name, released))
-            return real(cls, path, file_size, from_offset)
+            return real(cls, path, file_size, from_offset, preallocate)
 
         self.real_create = mapped_file.MappedFile.create
         mapped_file.MappedFile.create = classmethod(held_create)
