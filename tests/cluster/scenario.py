@@ -77,14 +77,16 @@ class FailoverScenario:
     def failover(self, cluster: TwoGroups, a: Proc, b: Proc, restart_b: Callable[[], object],
                  while_up: Callable[[Run], None] = lambda run: None,
                  while_down: Callable[[Run], None] = lambda run: None,
-                 before_checks: Callable[[Run], None] = lambda run: None) -> Run:
+                 before_checks: Callable[[Run], None] = lambda run: None,
+                 names: tuple[str, str] = ("a", "b")) -> Run:
         """The whole scenario; the callbacks add work while both groups are up, while b is down, and
         after the keyed producer stopped (before the consumption checks)."""
-        brokers = {"a": a.addr, "b": b.addr}
+        survivor, victim = names  # the brokerNames of a (stays up) and b (killed): ("b", "a") with (b, a) kills group a
+        brokers = {survivor: a.addr, victim: b.addr}
         cluster.wait_registered(brokers)
         for topic in self.topics:
             self.create_topic(cluster, brokers, topic)
-            cluster.wait_route(topic, {"a", "b"})
+            cluster.wait_route(topic, {survivor, victim})
         consumers = [cluster.start_client(self.consumer_argv(cluster, "C_cluster"), f"consumer{i}") for i in range(2)]
         for c in consumers:
             c.wait_started()
@@ -93,9 +95,9 @@ class FailoverScenario:
         run = Run(cluster, brokers, consumers, producer)
 
         # both groups: two consumers share the eight queues of a and b; sends go to both
-        run.shares.append(wait_until(lambda: self.covered(consumers, queue_names("a", "b")), 60,
+        run.shares.append(wait_until(lambda: self.covered(consumers, queue_names(survivor, victim)), 60,
                                      "the consumers to share every queue of both groups", step=0.1))
-        wait_until(lambda: self.acks(producer, "a") >= SPREAD_ACKS and self.acks(producer, "b") >= SPREAD_ACKS, 60,
+        wait_until(lambda: self.acks(producer, survivor) >= SPREAD_ACKS and self.acks(producer, victim) >= SPREAD_ACKS, 60,
                    "acked sends on both groups", step=0.1)
         while_up(run)
 
@@ -104,19 +106,19 @@ class FailoverScenario:
             c.tell("pause")
         paused_at = time.monotonic()
         # twice the backlog asked for below: an ack read late (output buffering) may have been delivered before the hold
-        wait_until(lambda: self.acks(producer, "b", paused_at) >= 2 * SPREAD_ACKS, 60, "acked sends on b while consumers hold",
+        wait_until(lambda: self.acks(producer, victim, paused_at) >= 2 * SPREAD_ACKS, 60, "acked sends on b while consumers hold",
                    step=0.1)
         b.kill9()
         run.killed_at = time.monotonic()
-        run.backlog = {key for key, (broker, _, _) in producer.snapshot().acked.items() if broker == "b"} - self.consumed_keys(consumers)
+        run.backlog = {key for key, (broker, _, _) in producer.snapshot().acked.items() if broker == victim} - self.consumed_keys(consumers)
         self.assertGreaterEqual(len(run.backlog), SPREAD_ACKS)
 
         # group b is gone: the NameServers drop it, sends go on to a, consumers share a's queues
-        cluster.wait_registered({"a": a.addr})
+        cluster.wait_registered({survivor: a.addr})
         for c in consumers:
             c.tell("resume")
-        wait_until(lambda: self.acks(producer, "a", run.killed_at) >= DOWN_ACKS, 60, "acked sends on a while b is down", step=0.1)
-        run.shares.append(wait_until(lambda: self.covered(consumers, queue_names("a")), 60,
+        wait_until(lambda: self.acks(producer, survivor, run.killed_at) >= DOWN_ACKS, 60, "acked sends on a while b is down", step=0.1)
+        run.shares.append(wait_until(lambda: self.covered(consumers, queue_names(survivor)), 60,
                                      "the consumers to share a's queues", step=0.1))
         while_down(run)
 
@@ -125,10 +127,10 @@ class FailoverScenario:
         run.restarted_at = time.monotonic()
         cluster.wait_registered(brokers)
         for topic in self.topics:
-            cluster.wait_route(topic, {"a", "b"})
-        wait_until(lambda: self.acks(producer, "b", run.restarted_at) >= SPREAD_ACKS, 60, "acked sends on b after its restart",
+            cluster.wait_route(topic, {survivor, victim})
+        wait_until(lambda: self.acks(producer, victim, run.restarted_at) >= SPREAD_ACKS, 60, "acked sends on b after its restart",
                    step=0.1)
-        run.shares.append(wait_until(lambda: self.covered(consumers, queue_names("a", "b")), 60,
+        run.shares.append(wait_until(lambda: self.covered(consumers, queue_names(survivor, victim)), 60,
                                      "the consumers to share both groups' queues again", step=0.1))
         run.produced = producer.finish()
         before_checks(run)

@@ -57,6 +57,15 @@ class PythonClientClusterTest(FailoverScenario, unittest.TestCase):
         status = {(r[0], int(r[1])): (int(r[2]), int(r[3])) for r in rows(rmqadmin(self.cluster.namesrv, "topicStatus", "-t", TOPIC))}
         self.assertEqual(status, {k: (0, v) for k, v in stored(run.brokers, TOPIC).items()})
 
+    def test_losing_group_a(self) -> None:
+        """The same with the roles swapped: group a dies (kill -9) and comes back, b carries on."""
+        a = self.cluster.rmqtx_broker("a").start()
+        b = self.cluster.rmqtx_broker("b").start()
+        run = self.failover(self.cluster, b, a, restart_b=a.start, names=("b", "a"))
+        self.assertCountEqual(run.shares[0], [{f"a:{q}" for q in range(QUEUES)}, {f"b:{q}" for q in range(QUEUES)}])
+        self.assertEqual(sorted(map(len, run.shares[1])), [2, 2])
+        self.assertTrue(all(name.startswith("b:") for share in run.shares[1] for name in share), run.shares[1])
+
 
 if __name__ == "__main__":
     unittest.main()
