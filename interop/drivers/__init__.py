@@ -90,8 +90,8 @@ def all_drivers() -> dict[str, Driver]:
     from interop.drivers.go import GoDriver
     from interop.drivers.java import Java5Driver, JavaDriver
     from interop.drivers.node import NodeDriver
-    from interop.drivers.py5 import Java5GrpcDriver, Py5Driver
+    from interop.drivers.py5 import Go5Driver, Java5GrpcDriver, Node5Driver, Py5Driver
     from interop.drivers.python import PythonDriver
 
     return {d.name: d for d in (JavaDriver(), Java5Driver(), GoDriver(), CppDriver(), NodeDriver(), PythonDriver(), Py5Driver(),
-                                   Java5GrpcDriver())}
+                                   Java5GrpcDriver(), Node5Driver(), Go5Driver())}

@@ -12,6 +12,7 @@ runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from
 
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import json
@@ -19,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 from interop.drivers import REPO, Driver
@@ -26,6 +28,9 @@ from interop.drivers import REPO, Driver
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
 SDK_DRIVER = REPO / "interop" / "py5" / "driver.py"
 JAVA5GRPC = REPO / "interop" / "java5grpc"
+NODE5 = REPO / "interop" / "node5"
+GO5 = REPO / "interop" / "go5"
+GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
 NO_POP = "needs POP over gRPC (not built yet)"
 NO_API = "rocketmq-python-client 5.x has no {}"
 STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
@@ -40,6 +45,7 @@ class Py5Driver(Driver):
         "batch_send": NO_API.format("batch send"),
         "compressed": STORED_PLAIN,
         "cluster_consume": NO_POP,
+        "pop": NO_POP,
         "broadcast_consume": NO_POP,
         "tag_filter": NO_POP,
         "sql92_filter": NO_POP,
@@ -92,7 +98,56 @@ class Java5GrpcDriver(Py5Driver):
         return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 
 
+def _sdk_skips(sdk: str) -> dict[str, str]:
+    """py5's skips, with this SDK named where it lacks an API."""
+    return {key: (reason.replace("rocketmq-python-client 5.x", sdk) if reason.startswith("rocketmq-python-client") else reason)
+            for key, reason in Py5Driver.unsupported.items()}
+
+
+class Node5Driver(Py5Driver):
+    """rocketmq-client-nodejs (npm, ``interop/node5``), same scenarios and checks as py5."""
+
+    name = "node5"
+    unsupported = _sdk_skips("rocketmq-client-nodejs 1.0")
+
+    def prepare(self) -> str | None:
+        if not shutil.which("node"):
+            return "node is not on PATH"
+        if not (NODE5 / "node_modules" / "rocketmq-client-nodejs").exists():
+            return "rocketmq-client-nodejs missing: run npm ci in interop/node5"
+        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+
+
+class Go5Driver(Py5Driver):
+    """rocketmq-clients/golang/v5 (module proxy, ``interop/go5``), built once per run like the go column."""
+
+    name = "go5"
+    unsupported = _sdk_skips("rocketmq-clients golang/v5")
+
+    def prepare(self) -> str | None:
+        go = shutil.which("go")
+        if not go:
+            return "no Go toolchain (go) on PATH"
+        out = tempfile.mkdtemp(prefix="rmqtx-interop-go5-")
+        atexit.register(shutil.rmtree, out, True)
+        binary = os.path.join(out, "interop-go5")
+        # -mod=readonly: go.sum must already pin every module (a fresh machine needs only the proxy)
+        try:
+            done = subprocess.run([go, "build", "-mod=readonly", "-trimpath", "-o", binary, "."], cwd=GO5,
+                                  capture_output=True, text=True, timeout=GO5_BUILD_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return f"go build of interop/go5 took longer than {GO5_BUILD_TIMEOUT} s"
+        if done.returncode != 0:
+            return f"go build of interop/go5 failed: {done.stderr.strip()[-300:]}"
+        os.environ["RMQTX_INTEROP_GO5"] = binary  # the cells inherit it
+        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+
+
 def sdk_command(column: str) -> list[str]:
+    if column == "node5":
+        return [shutil.which("node") or "node", str(NODE5 / "driver.js")]
+    if column == "go5":
+        return [os.environ["RMQTX_INTEROP_GO5"]]
     if column == "java5grpc":
         classpath = os.pathsep.join([str(JAVA5GRPC / "target" / "classes"), str(JAVA5GRPC / "target" / "lib" / "*")])
         return [shutil.which("java") or "java", "-Xmx256m", "-cp", classpath, "org.rmqtx.interop.Grpc5"]
@@ -105,7 +160,7 @@ def emit(kind: str, **fields: object) -> None:
 
 
 def sdk_messages(op: str, params: dict) -> list[dict]:
-    from interop.scenarios import body_bytes
+    from interop.scenarios import body_bytes, timer_due_s
 
     out = []
     for spec in params["messages"]:
@@ -115,6 +170,8 @@ def sdk_messages(op: str, params: dict) -> list[dict]:
             item["group"] = f"shard-{spec['shard']}"
         if spec.get("delay"):
             item["delay_s"] = params["levels"][spec["delay"] - 1]
+        if spec.get("timer"):  # 5.x SDKs only set a delivery timestamp: the timer's delay from the send's start
+            item["delay_s"] = timer_due_s(spec)
         if op == "transaction":
             local = spec.get("local")
             item["action"] = {"COMMIT_MESSAGE": "commit", "ROLLBACK_MESSAGE": "rollback"}.get(local, "check")

@@ -72,21 +72,22 @@ def main() -> int:
     producer.startup()
     try:
         for spec in params["messages"]:
+            at = time.time()  # a delivery timestamp counts from here: the ``sent`` event carries it
             msg = build(spec, topic)
             if op == "tx":
                 transaction = producer.begin_transaction()
                 receipt = producer.send(msg, transaction)
-                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset,
+                emit("sent", body=spec["body"], at=at, msg_id=receipt.message_id, offset=receipt.offset,
                      transaction_id=receipt.transaction_id)
                 if spec["action"] in ("commit", "rollback"):
                     emit("ended", body=spec["body"], action=spec["action"])  # the decision, before it is sent
                     getattr(transaction, spec["action"])()
             elif params.get("async"):
                 receipt = producer.send_async(msg).result(timeout=params.get("timeout", 5) * 3)
-                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
+                emit("sent", body=spec["body"], at=at, msg_id=receipt.message_id, offset=receipt.offset)
             else:
                 receipt = producer.send(msg)
-                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
+                emit("sent", body=spec["body"], at=at, msg_id=receipt.message_id, offset=receipt.offset)
         if expected_checks and not all_checked.wait(params.get("wait", 30)):
             emit("error", error=f"not every open transaction was checked: {sorted(set(expected_checks) - set(checked))}")
     except Exception as exc:

@@ -217,7 +217,10 @@ class MessagingServicer:
             message_id=props.get("UNIQ_KEY") or msg.msg_id, message_type=d.MessageType.TRANSACTION,
             body_encoding=d.Encoding.IDENTITY, queue_id=int(props.get("REAL_QID") or msg.queue_id),
             queue_offset=msg.queue_offset, born_host=msg.born_host.split(":")[0], store_host=msg.store_host,
-        )  # no body digest: the Python SDK pads its CRC32 hex to 8 digits, the Java SDK does not
+            # a digest of no type: the SDKs write CRC32 checksums differently (padded or not, hex or decimal),
+            # and rocketmq-client-nodejs cannot read a check-back's message without the field
+            body_digest=d.Digest(),
+        )
         if props.get("TAGS"):
             sysp.tag = props["TAGS"]
         if props.get("KEYS"):

@@ -127,12 +127,13 @@ public final class Grpc5 {
         try (Producer producer = builder.build()) {
             for (JsonElement m : messages) {
                 JsonObject spec = m.getAsJsonObject();
+                double at = System.currentTimeMillis() / 1000.0; // a delivery timestamp counts from here
                 Message msg = build(provider, spec, topic);
                 String body = text(spec, "body");
                 if ("tx".equals(op)) {
                     Transaction tx = producer.beginTransaction();
                     SendReceipt receipt = producer.send(msg, tx);
-                    emit("sent", fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null));
+                    emit("sent", fields("body", body, "at", at, "msg_id", receipt.getMessageId().toString(), "offset", null));
                     String action = text(spec, "action");
                     if ("commit".equals(action) || "rollback".equals(action)) {
                         emit("ended", fields("body", body, "action", action));
@@ -145,7 +146,7 @@ public final class Grpc5 {
                 } else {
                     boolean async = params.has("async") && params.get("async").getAsBoolean();
                     SendReceipt receipt = async ? producer.sendAsync(msg).get(15, TimeUnit.SECONDS) : producer.send(msg);
-                    emit("sent", fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null));
+                    emit("sent", fields("body", body, "at", at, "msg_id", receipt.getMessageId().toString(), "offset", null));
                 }
             }
             double wait = params.has("wait") ? params.get("wait").getAsDouble() : 30;
