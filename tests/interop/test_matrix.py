@@ -17,7 +17,7 @@ from interop.scenarios import SCENARIOS
 from tests.e2e.harness import REPO, Standalone, free_port
 from tests.grpc.py5 import PY5_VENV
 
-#: Every column: java, java5, go, cpp, node, python.
+#: Every column: java, java5, go, cpp, node, python and the 5.x gRPC SDKs py5, java5grpc, node5, go5.
 DRIVERS = all_drivers()
 CLIENTS = list(DRIVERS)
 #: Short delay levels keep retry (level 3) and the C++ client's 16 retries before the DLQ quick.
@@ -42,7 +42,7 @@ def matrix() -> tuple[int, str, str]:
     """Run the whole matrix once per test process (trial runs no setUpClass): exit status, stdout, stderr."""
     global _run
     if _run is None:
-        grpc_port = free_port()  # the py5 column (5.x gRPC SDK) talks to the gRPC endpoint
+        grpc_port = free_port()  # the 5.x gRPC SDK columns (py5, java5grpc, node5, go5) talk to the gRPC endpoint
         server = Standalone({**SERVER_CONF, "grpcPort": str(grpc_port)})
         server.env = {"RMQTX_GRPC_STUBS": str(PY5_VENV)}
         server.start()
