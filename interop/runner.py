@@ -128,7 +128,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--java-image", help="run the Java cells in this prebuilt image (interop/java/Dockerfile, target client)")
     parser.add_argument("--scenarios", help="comma-separated scenario keys (default: all in plain mode, the mode's list otherwise)")
     parser.add_argument("--delay-levels", help="the broker's messageDelayLevel when it does not answer GET_BROKER_CONFIG")
-    parser.add_argument("--grpc", help="rmqtx's gRPC endpoint (grpcPort), HOST:PORT, for the 5.x gRPC SDK columns (py5, java5grpc, node5, go5)")
+    parser.add_argument("--grpc", help="rmqtx's gRPC endpoint (grpcPort), HOST:PORT, for the 5.x gRPC SDK columns (py5, java5grpc, node5, go5); "
+                             "a standalone the runner starts opens its own in plain mode")
     parser.add_argument("--jobs", type=int, default=8, help="cells run at once")
     parser.add_argument("--log-dir", type=Path, help="write each cell's params, events and stderr here")
     return parser.parse_args(argv)
@@ -162,9 +163,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.namesrv:
         from interop.server import Standalone
 
-        server = Standalone(mode, access).start()
+        from interop.drivers.py5 import PY5_VENV
+
+        # the gRPC columns get the standalone's own endpoint (plain mode: it has no ACL or TLS yet)
+        stubs = PY5_VENV if not args.grpc and not mode.acl and not mode.tls and os.path.isdir(PY5_VENV) else None
+        server = Standalone(mode, access, grpc_stubs=stubs).start()
         args.namesrv, args.broker = server.namesrv, server.broker
-        print(f"started a standalone in mode {mode.name}: name server {server.namesrv}, broker {server.broker}", file=sys.stderr, flush=True)
+        if server.grpc:
+            os.environ["RMQTX_INTEROP_GRPC"] = server.grpc
+        print(f"started a standalone in mode {mode.name}: name server {server.namesrv}, broker {server.broker}"
+              f"{', gRPC ' + server.grpc if server.grpc else ''}", file=sys.stderr, flush=True)
     try:
         probe = Probe(args.namesrv, args.broker, access)
         ctx = context(probe, args.namesrv, args.delay_levels, mode.name)

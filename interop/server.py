@@ -6,6 +6,7 @@ matrix (short delay levels, property filters, quick transaction check-backs) and
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import socket
@@ -34,13 +35,19 @@ def free_port() -> int:
 class Standalone:
     """Name server and broker in one process; ``start`` returns once the broker is registered."""
 
-    def __init__(self, mode: Mode, access: Access) -> None:
+    def __init__(self, mode: Mode, access: Access, grpc_stubs: str | None = None) -> None:
+        """``grpc_stubs``: a venv with rocketmq-python-client, to open the gRPC endpoint (``grpc``) as well."""
         self.root = Path(tempfile.mkdtemp(prefix=f"rmqtx-interop-{mode.name}-"))
         self.access = access
         self.namesrv = f"127.0.0.1:{free_port()}"
         self.broker = f"127.0.0.1:{free_port()}"
         conf = {"brokerName": "broker-a", "flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
                 "haListenPort": str(free_port()), **MATRIX_CONF, **mode.server_conf(self.root)}
+        self.grpc = ""
+        self.grpc_stubs = grpc_stubs
+        if grpc_stubs:
+            self.grpc = f"127.0.0.1:{free_port()}"
+            conf["grpcPort"] = self.grpc.rsplit(":", 1)[1]
         self.conf_path = self.root / "broker.conf"
         self.conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         self.log_path = self.root / "twistd.log"
@@ -50,7 +57,8 @@ class Standalone:
         cmd = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=", "--logfile",
                str(self.log_path), "rmqstandalone", "-c", str(self.conf_path), "--namesrv-port", self.namesrv.rsplit(":", 1)[1],
                "--port", self.broker.rsplit(":", 1)[1], "--store", str(self.root / "store")]
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        env = {**os.environ, "RMQTX_GRPC_STUBS": self.grpc_stubs} if self.grpc_stubs else None
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

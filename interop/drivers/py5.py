@@ -24,6 +24,7 @@ import tempfile
 import time
 
 from interop.drivers import REPO, Driver
+from interop.scenarios import Context, Scenario
 
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
 SDK_DRIVER = REPO / "interop" / "py5" / "driver.py"
@@ -32,6 +33,8 @@ NODE5 = REPO / "interop" / "node5"
 GO5 = REPO / "interop" / "go5"
 GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
 NO_POP = "needs POP over gRPC (not built yet)"
+NO_SECURE = "the gRPC endpoint has no ACL or TLS yet"
+NO_ENDPOINT = "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 NO_API = "rocketmq-python-client 5.x has no {}"
 STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
                 "4.x consumers only inflate zlib)")
@@ -66,7 +69,15 @@ class Py5Driver(Driver):
     def prepare(self) -> str | None:
         if not os.path.exists(os.path.join(PY5_VENV, "bin", "python")):
             return f"no py5 venv at {PY5_VENV}: run scripts/ensure-py5.sh"
-        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+        return None
+
+    def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
+        """Plain mode only (the endpoint checks no signature and speaks no TLS), and only with an endpoint."""
+        if ctx.mode != "plain":
+            return NO_SECURE
+        if not os.environ.get("RMQTX_INTEROP_GRPC"):
+            return NO_ENDPOINT
+        return super().adapt(scenario, params, ctx)
 
     def command(self, op: str, params: dict) -> list[str]:
         return [sys.executable, "-m", "interop.drivers.py5", self.name, op, json.dumps(params)]
@@ -95,7 +106,7 @@ class Java5GrpcDriver(Py5Driver):
             build = subprocess.run(["mvn", "-q", "-B", "package"], cwd=JAVA5GRPC, capture_output=True, text=True, timeout=900)
             if build.returncode != 0:
                 return f"mvn package failed in interop/java5grpc: {build.stdout[-500:]}"
-        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+        return None
 
 
 def _sdk_skips(sdk: str) -> dict[str, str]:
@@ -115,7 +126,7 @@ class Node5Driver(Py5Driver):
             return "node is not on PATH"
         if not (NODE5 / "node_modules" / "rocketmq-client-nodejs").exists():
             return "rocketmq-client-nodejs missing: run npm ci in interop/node5"
-        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+        return None
 
 
 class Go5Driver(Py5Driver):
@@ -140,7 +151,7 @@ class Go5Driver(Py5Driver):
         if done.returncode != 0:
             return f"go build of interop/go5 failed: {done.stderr.strip()[-300:]}"
         os.environ["RMQTX_INTEROP_GO5"] = binary  # the cells inherit it
-        return None if os.environ.get("RMQTX_INTEROP_GRPC") else "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+        return None
 
 
 def sdk_command(column: str) -> list[str]:
