@@ -1,6 +1,6 @@
 """The 5.x gRPC SDK columns against rmqtx's gRPC endpoint: ``py5`` (rocketmq-python-client, in its
 own venv from ``scripts/ensure-py5.sh``, as its ``rocketmq`` module clashes with the C++ client's,
-through ``interop/py5/driver.py``) and ``java5grpc`` (rocketmq-client-java from Maven Central,
+through ``interop/py5/driver.py``), ``java5grpc`` (rocketmq-client-java from Maven Central,
 ``interop/java5grpc``, on the host JVM), ``node5`` (rocketmq-client-nodejs from npm, ``interop/node5``)
 and ``go5`` (rocketmq-clients golang/v5 from the module proxy, ``interop/go5``). All read the same
 params on stdin and print the same events.
