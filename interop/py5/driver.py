@@ -9,6 +9,12 @@ ops:
 * ``tx``: ``messages`` = [{body, tag, action: commit|rollback|check, check_state}]; ``check``
   messages are left open and the checker answers ``check_state`` (COMMIT or ROLLBACK, default COMMIT); ``sent`` events, ``ended`` after commit/rollback, ``checked``
   for each check-back, until every ``check`` message was checked or ``wait`` seconds passed.
+* ``consume``: a SimpleConsumer of ``group`` (``tag``: its filter, ``await``: long polling seconds)
+  receives with ``invisible`` seconds until ``expect`` messages were acked or ``wait`` seconds passed;
+  ``actions`` = {body: skip_once | change_once} leaves a message un-acked on its first delivery, or
+  changes its invisible duration to ``change_s`` on its first delivery (and acks it only when it comes
+  back, or at once with ``change_ack``); ``recv``, ``changed`` and ``acked`` events with ``body``, ``msg_id``,
+  ``attempt`` (delivery attempt) and ``handle`` (receipt handle).
 """
 
 from __future__ import annotations
@@ -45,8 +51,49 @@ def build(spec: dict, topic: str):
     return msg
 
 
+def consume(params: dict) -> int:
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+
+    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    topic = params["topic"]
+    actions: dict = params.get("actions") or {}
+    consumer = SimpleConsumer(config, params["group"], {topic: FilterExpression(params.get("tag") or "*")},
+                              await_duration=params.get("await", 2))
+    consumer.startup()
+    emit("started")
+    seen: dict[str, int] = {}
+    acked: set[str] = set()
+    deadline = time.time() + params.get("wait", 30)
+    try:
+        while time.time() < deadline and len(acked) < params["expect"]:
+            for msg in consumer.receive(params.get("batch", 16), params.get("invisible", 10)):
+                body = msg.body.decode(errors="replace")
+                seen[body] = seen.get(body, 0) + 1
+                emit("recv", body=body, msg_id=msg.message_id, attempt=msg.delivery_attempt,
+                     handle=msg.receipt_handle, tag=msg.tag, props=dict(msg.properties or {}))
+                action = actions.get(body, "ack")
+                if seen[body] == 1 and action == "skip_once":
+                    continue
+                if seen[body] == 1 and action in ("change_once", "change_ack"):
+                    consumer.change_invisible_duration(msg, params.get("change_s", 2))
+                    emit("changed", body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+                    if action == "change_once":
+                        continue
+                consumer.ack(msg)
+                acked.add(body)
+                emit("acked", body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+    except Exception as exc:
+        emit("error", error=f"{type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        consumer.shutdown()
+    return 0
+
+
 def main() -> int:
     params = json.loads(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else sys.stdin.read())
+    if params["op"] == "consume":
+        return consume(params)
     from rocketmq import ClientConfiguration, Credentials, Producer, TransactionChecker, TransactionResolution
 
     config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))

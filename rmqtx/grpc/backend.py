@@ -186,6 +186,11 @@ class GrpcBackend:
             out.append((queue_id, "READ_WRITE" if read and write else "READ" if read else "WRITE" if write else "NONE"))
         return out
 
+    def group_is_fifo(self, group: str) -> bool:
+        """Pop in order when the group is configured orderly (Apache 5.x's consumeMessageOrderly)."""
+        config = self.broker.ctx.groups.find(group)
+        return bool(getattr(config, "consumeMessageOrderly", False))
+
     def _select_queue(self, topic: str, message_group: str) -> int:
         """FIFO: the hash of the message group over the writable queues; otherwise round robin."""
         config = self.topic_config(topic)
