@@ -3,9 +3,11 @@ own venv from ``scripts/ensure-py5.sh``, as its ``rocketmq`` module clashes with
 through ``interop/py5/driver.py``) and ``java5grpc`` (rocketmq-client-java from Maven Central,
 ``interop/java5grpc``, on the host JVM). Both read the same params and print the same events.
 
-They can only produce here: POP over gRPC is not built,
-so what it sent is read back through the broker over remoting (PULL_MESSAGE from every queue), and
-the ``recv`` events carry each message's store time as ``at`` (when it became visible). The cell
+Producer scenarios read what was sent back through the broker over remoting (PULL_MESSAGE from every
+queue), the ``recv`` events carrying each message's store time as ``at`` (when it became visible).
+The py5 column's consumer scenarios (consume, retry, restart, pop) send with the SDK and then receive
+with its SimpleConsumer over the endpoint's POP (ReceiveMessage / AckMessage); reconsumeTimes is the
+delivery attempt less one, and the queue is not shown by the SDK. The cell
 runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
 (``python -m interop --grpc HOST:PORT``).
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -26,7 +29,12 @@ from interop.drivers import REPO, Driver
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
 SDK_DRIVER = REPO / "interop" / "py5" / "driver.py"
 JAVA5GRPC = REPO / "interop" / "java5grpc"
-NO_POP = "needs POP over gRPC (not built yet)"
+NO_JAVA_CONSUMER = "the java5grpc driver does not drive rocketmq-client-java's SimpleConsumer yet"
+NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
+                      "wants); three_consumers covers sharing a group")
+NO_BROADCAST = "rocketmq-python-client 5.x has no broadcasting consumer"
+NO_SDK_DLQ = ("rocketmq-python-client's SimpleConsumer cannot forward to the DLQ and its retry limit is the "
+              "broker's (ForwardMessageToDeadLetterQueue is tested in tests/grpc)")
 NO_API = "rocketmq-python-client 5.x has no {}"
 STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
                 "4.x consumers only inflate zlib)")
@@ -39,16 +47,11 @@ class Py5Driver(Driver):
         "oneway_send": NO_API.format("oneway send"),
         "batch_send": NO_API.format("batch send"),
         "compressed": STORED_PLAIN,
-        "cluster_consume": NO_POP,
-        "broadcast_consume": NO_POP,
-        "tag_filter": NO_POP,
-        "sql92_filter": NO_POP,
-        "retry": NO_POP,
-        "dlq": NO_POP,
-        "dlq_consume": NO_POP,
-        "three_consumers": NO_POP,
-        "restart_resume": NO_POP,
-        "lite_pull": NO_POP,
+        "cluster_consume": NO_QUEUE_OWNERSHIP,
+        "broadcast_consume": NO_BROADCAST,
+        "dlq": NO_SDK_DLQ,
+        "dlq_consume": NO_SDK_DLQ,
+        "lite_pull": NO_API.format("lite pull consumer"),
         "request_reply": NO_API.format("request-reply API"),
         "query_id": NO_API.format("message query API"),
         "query_key": NO_API.format("message query API"),
@@ -79,6 +82,8 @@ class Java5GrpcDriver(Py5Driver):
         "admin_topic": "rocketmq-client-java 5.x has no admin API",
         "admin_cluster": "rocketmq-client-java 5.x has no admin API",
         "admin_progress": "rocketmq-client-java 5.x has no admin API",
+        **{key: NO_JAVA_CONSUMER for key in ("tag_filter", "sql92_filter", "retry", "three_consumers",
+                                             "restart_resume", "pop")},
     }
     slot = ("jvm", 3)
 
@@ -152,7 +157,76 @@ def read_back(params: dict, want: set[str], deadline: float) -> list:
     return stored()
 
 
+def run_sdk(column: str, sdk: dict, timeout: float) -> tuple[int, list[dict]]:
+    """One SDK driver process: its exit status and JSON events."""
+    proc = subprocess.run(sdk_command(column), input=json.dumps(sdk), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+    sys.stderr.write(proc.stderr[-4000:])
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def report_sent(events: list[dict]) -> None:
+    for e in events:
+        if e["event"] == "sent":
+            emit("sent", body=e["body"], at=e["at"], status="SEND_OK", msg_id=e["msg_id"], offset_msg_id="",
+                 **({"queue_offset": e["offset"]} if e.get("offset") is not None else {}))
+        elif e["event"] == "error":
+            emit("error", error=e["error"])
+
+
+def consume_cell(column: str, op: str, params: dict) -> int:
+    """Send with the SDK, then receive with its SimpleConsumer(s) over POP until every expected body is acked."""
+    endpoint = os.environ["RMQTX_INTEROP_GRPC"]
+    wait = params.get("wait", 30)
+    prop_names = sorted({k for m in params["messages"] for k in (m.get("props") or {})})
+
+    def send(specs: list[dict]) -> bool:
+        code, events = run_sdk(column, {"op": "send", "endpoint": endpoint, "topic": params["topic"],
+                                        "messages": sdk_messages("send", {**params, "messages": specs})}, wait + 60)
+        report_sent(events)
+        return code == 0
+
+    def consume(expect: list[dict], member_base: int, **extra: object) -> bool:
+        sdk = {"op": "consume", "endpoint": endpoint, "topic": params["topic"], "group": params["group"],
+               "expect": len(expect), "wait": wait, "linger": params.get("linger", 0.0),
+               "tag": params.get("expression") or "*", "expression_type": params.get("expression_type") or "TAG",
+               "members": params.get("members", 1), "invisible": 20, **extra}
+        code, events = run_sdk(column, sdk, wait + 60)
+        for e in events:
+            if e["event"] == "recv":
+                event = {"body": e["body"], "tags": e.get("tag"), "keys": e.get("keys") or [], "topic": e["topic"],
+                         "queue_id": -1, "reconsume": (e.get("attempt") or 1) - 1, "member": member_base + e["member"],
+                         "at": e["at"]}
+                if prop_names:
+                    event["props"] = {name: (e.get("props") or {}).get(name) for name in prop_names}
+                emit("recv", **event)
+            elif e["event"] == "error":
+                emit("error", error=e["error"])
+        return code == 0
+
+    if not send(params["messages"]):
+        return 1
+    if op == "consume":
+        return 0 if consume(params.get("expect") or params["messages"], 0) else 1
+    if op in ("retry", "pop"):
+        refused = params["messages"] if op == "retry" else params["fail_once"]
+        # retry waits out delay level 3 before the message is back; pop as the 5.x client's 10 s is too long here
+        invisible = math.ceil(params["levels"][2]) if op == "retry" else 2
+        return 0 if consume(params["messages"], 0, invisible=invisible,
+                            actions={m["body"]: "skip_once" for m in refused}) else 1
+    if op == "restart":
+        if not consume(params["messages"], 0):
+            return 1
+        if not send(params["later"]):
+            return 1
+        return 0 if consume(params["later"], 1) else 1
+    emit("error", error=f"no consumer op {op}")
+    return 1
+
+
 def main(column: str, op: str, params: dict) -> int:
+    if op in ("consume", "retry", "restart", "pop"):
+        return consume_cell(column, op, params)
     started = time.time()
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]
     sdk = {"op": "tx" if op == "transaction" else "send", "endpoint": endpoint, "topic": params["topic"],

@@ -27,8 +27,15 @@ import threading
 import time
 
 
+_OUT = threading.Lock()
+
+
 def emit(event: str, **fields: object) -> None:
-    print(json.dumps({"event": event, "at": time.time(), **fields}), flush=True)
+    """One JSON line; under a lock, as consumer threads emit at once."""
+    line = json.dumps({"event": event, "at": time.time(), **fields}) + "\n"
+    with _OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def build(spec: dict, topic: str):
@@ -53,41 +60,71 @@ def build(spec: dict, topic: str):
 
 def consume(params: dict) -> int:
     from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+    from rocketmq.grpc_protocol import FilterType
 
     config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
     topic = params["topic"]
     actions: dict = params.get("actions") or {}
-    consumer = SimpleConsumer(config, params["group"], {topic: FilterExpression(params.get("tag") or "*")},
-                              await_duration=params.get("await", 2))
-    consumer.startup()
+    sql = params.get("expression_type") == "SQL92"
+    expression = FilterExpression(params.get("tag") or "*", FilterType.SQL if sql else FilterType.TAG)
+    members = [SimpleConsumer(config, params["group"], {topic: expression}, await_duration=params.get("await", 2))
+               for _ in range(params.get("members", 1))]
+    for consumer in members:
+        consumer.startup()
     emit("started")
+    lock = threading.Lock()
     seen: dict[str, int] = {}
     acked: set[str] = set()
     deadline = time.time() + params.get("wait", 30)
-    try:
-        while time.time() < deadline and len(acked) < params["expect"]:
-            for msg in consumer.receive(params.get("batch", 16), params.get("invisible", 10)):
-                body = msg.body.decode(errors="replace")
-                seen[body] = seen.get(body, 0) + 1
-                emit("recv", body=body, msg_id=msg.message_id, attempt=msg.delivery_attempt,
-                     handle=msg.receipt_handle, tag=msg.tag, props=dict(msg.properties or {}))
-                action = actions.get(body, "ack")
-                if seen[body] == 1 and action == "skip_once":
-                    continue
-                if seen[body] == 1 and action in ("change_once", "change_ack"):
-                    consumer.change_invisible_duration(msg, params.get("change_s", 2))
-                    emit("changed", body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
-                    if action == "change_once":
-                        continue
-                consumer.ack(msg)
-                acked.add(body)
-                emit("acked", body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
-    except Exception as exc:
-        emit("error", error=f"{type(exc).__name__}: {exc}")
-        return 1
-    finally:
+    done = threading.Event()
+    failures: list[str] = []
+
+    def handle(member: int, consumer, msg) -> None:
+        body = msg.body.split(b"#", 1)[0].decode(errors="replace")
+        with lock:
+            seen[body] = seen.get(body, 0) + 1
+            count = seen[body]
+        emit("recv", member=member, body=body, msg_id=msg.message_id, attempt=msg.delivery_attempt,
+             handle=msg.receipt_handle, tag=msg.tag, keys=sorted(msg.keys or []), topic=msg.topic,
+             props=dict(msg.properties or {}), size=len(msg.body))
+        action = actions.get(body, "ack")
+        if count == 1 and action == "skip_once":
+            return
+        if count == 1 and action in ("change_once", "change_ack"):
+            consumer.change_invisible_duration(msg, params.get("change_s", 2))
+            emit("changed", member=member, body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+            if action == "change_once":
+                return
+        consumer.ack(msg)
+        with lock:
+            acked.add(body)
+            if len(acked) >= params["expect"] and not done.is_set():
+                done.set()
+        emit("acked", member=member, body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+
+    def run(member: int, consumer) -> None:
+        try:
+            linger_end = None
+            while time.time() < deadline:
+                if done.is_set():
+                    linger_end = linger_end or time.time() + params.get("linger", 0)
+                    if time.time() >= linger_end:
+                        return
+                for msg in consumer.receive(params.get("batch", 16), params.get("invisible", 10)):
+                    handle(member, consumer, msg)
+        except Exception as exc:
+            failures.append(f"member {member}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(members)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for consumer in members:
         consumer.shutdown()
-    return 0
+    for failure in failures:
+        emit("error", error=failure)
+    return 1 if failures else 0
 
 
 def main() -> int:
