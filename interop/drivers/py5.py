@@ -5,8 +5,8 @@ through ``interop/py5/driver.py``) and ``java5grpc`` (rocketmq-client-java from 
 
 Producer scenarios read what was sent back through the broker over remoting (PULL_MESSAGE from every
 queue), the ``recv`` events carrying each message's store time as ``at`` (when it became visible).
-The py5 column's consumer scenarios (consume, retry, restart, pop) send with the SDK and then receive
-with its SimpleConsumer over the endpoint's POP (ReceiveMessage / AckMessage); reconsumeTimes is the
+The consumer scenarios (consume, retry, restart, pop) send with the SDK and then receive
+with its SimpleConsumer(s) over the endpoint's POP (ReceiveMessage / AckMessage); reconsumeTimes is the
 delivery attempt less one, and the queue is not shown by the SDK. The cell
 runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
 (``python -m interop --grpc HOST:PORT``).
@@ -29,12 +29,11 @@ from interop.drivers import REPO, Driver
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
 SDK_DRIVER = REPO / "interop" / "py5" / "driver.py"
 JAVA5GRPC = REPO / "interop" / "java5grpc"
-NO_JAVA_CONSUMER = "the java5grpc driver does not drive rocketmq-client-java's SimpleConsumer yet"
 NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
                       "wants); three_consumers covers sharing a group")
-NO_BROADCAST = "rocketmq-python-client 5.x has no broadcasting consumer"
-NO_SDK_DLQ = ("rocketmq-python-client's SimpleConsumer cannot forward to the DLQ and its retry limit is the "
-              "broker's (ForwardMessageToDeadLetterQueue is tested in tests/grpc)")
+NO_BROADCAST = "the 5.x gRPC SDKs have no broadcasting consumer"
+NO_SDK_DLQ = ("a 5.x SimpleConsumer cannot forward to the DLQ and its retry limit is the broker's "
+              "(ForwardMessageToDeadLetterQueue is tested in tests/grpc)")
 NO_API = "rocketmq-python-client 5.x has no {}"
 STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
                 "4.x consumers only inflate zlib)")
@@ -82,15 +81,15 @@ class Java5GrpcDriver(Py5Driver):
         "admin_topic": "rocketmq-client-java 5.x has no admin API",
         "admin_cluster": "rocketmq-client-java 5.x has no admin API",
         "admin_progress": "rocketmq-client-java 5.x has no admin API",
-        **{key: NO_JAVA_CONSUMER for key in ("tag_filter", "sql92_filter", "retry", "three_consumers",
-                                             "restart_resume", "pop")},
     }
     slot = ("jvm", 3)
 
     def prepare(self) -> str | None:
         if not shutil.which("java") or not shutil.which("mvn"):
             return "java or mvn is not on PATH (scripts/ensure-java.sh)"
-        if not (JAVA5GRPC / "target" / "classes" / "org" / "rmqtx" / "interop" / "Grpc5.class").exists():
+        built = JAVA5GRPC / "target" / "classes" / "org" / "rmqtx" / "interop" / "Grpc5.class"
+        source = JAVA5GRPC / "src" / "main" / "java" / "org" / "rmqtx" / "interop" / "Grpc5.java"
+        if not built.exists() or built.stat().st_mtime < source.stat().st_mtime:  # a stale build lacks newer ops
             build = subprocess.run(["mvn", "-q", "-B", "package"], cwd=JAVA5GRPC, capture_output=True, text=True, timeout=900)
             if build.returncode != 0:
                 return f"mvn package failed in interop/java5grpc: {build.stdout[-500:]}"
