@@ -81,6 +81,7 @@ class Java5GrpcDriver(Py5Driver):
         "admin_topic": "rocketmq-client-java 5.x has no admin API",
         "admin_cluster": "rocketmq-client-java 5.x has no admin API",
         "admin_progress": "rocketmq-client-java 5.x has no admin API",
+        "lite_pull": "rocketmq-client-java 5.x has no lite pull consumer",
     }
     slot = ("jvm", 3)
 
@@ -109,7 +110,7 @@ def emit(kind: str, **fields: object) -> None:
 
 
 def sdk_messages(op: str, params: dict) -> list[dict]:
-    from interop.scenarios import body_bytes
+    from interop.scenarios import body_bytes, timer_due_s
 
     out = []
     for spec in params["messages"]:
@@ -119,6 +120,8 @@ def sdk_messages(op: str, params: dict) -> list[dict]:
             item["group"] = f"shard-{spec['shard']}"
         if spec.get("delay"):
             item["delay_s"] = params["levels"][spec["delay"] - 1]
+        if spec.get("timer"):
+            item["delay_s"] = timer_due_s(spec)  # a delivery timestamp: the gRPC form of every timer kind
         if op == "transaction":
             local = spec.get("local")
             item["action"] = {"COMMIT_MESSAGE": "commit", "ROLLBACK_MESSAGE": "rollback"}.get(local, "check")
@@ -209,8 +212,9 @@ def consume_cell(column: str, op: str, params: dict) -> int:
         return 0 if consume(params.get("expect") or params["messages"], 0) else 1
     if op in ("retry", "pop"):
         refused = params["messages"] if op == "retry" else params["fail_once"]
-        # retry waits out delay level 3 before the message is back; pop as the 5.x client's 10 s is too long here
-        invisible = math.ceil(params["levels"][2]) if op == "retry" else 2
+        # retry: back no sooner than delay level 3 (a second more, as the SDK's receive returns a little after
+        # the broker's pop time); pop: 2 s, as the 5.x push consumer's 10 s is too long here
+        invisible = math.ceil(params["levels"][2]) + 1 if op == "retry" else 2
         return 0 if consume(params["messages"], 0, invisible=invisible,
                             actions={m["body"]: "skip_once" for m in refused}) else 1
     if op == "restart":

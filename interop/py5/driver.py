@@ -156,6 +156,7 @@ def main() -> int:
     producer.startup()
     try:
         for spec in params["messages"]:
+            before = time.time()  # a delivery timestamp is computed after this, as the scenarios read ``at``
             msg = build(spec, topic)
             if op == "tx":
                 transaction = producer.begin_transaction()
@@ -170,7 +171,8 @@ def main() -> int:
                 emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
             else:
                 receipt = producer.send(msg)
-                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
+                emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset,
+                     **({"at": before} if spec.get("delay_s") else {}))
         if expected_checks and not all_checked.wait(params.get("wait", 30)):
             emit("error", error=f"not every open transaction was checked: {sorted(set(expected_checks) - set(checked))}")
     except Exception as exc:

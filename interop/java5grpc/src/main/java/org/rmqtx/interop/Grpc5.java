@@ -239,6 +239,7 @@ public final class Grpc5 {
         try (Producer producer = builder.build()) {
             for (JsonElement m : messages) {
                 JsonObject spec = m.getAsJsonObject();
+                double before = System.currentTimeMillis() / 1000.0;  // before a delivery timestamp is computed
                 Message msg = build(provider, spec, topic);
                 String body = text(spec, "body");
                 if ("tx".equals(op)) {
@@ -257,7 +258,11 @@ public final class Grpc5 {
                 } else {
                     boolean async = params.has("async") && params.get("async").getAsBoolean();
                     SendReceipt receipt = async ? producer.sendAsync(msg).get(15, TimeUnit.SECONDS) : producer.send(msg);
-                    emit("sent", fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null));
+                    Map<String, Object> sent = fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null);
+                    if (spec.has("delay_s")) {
+                        sent.put("at", before);
+                    }
+                    emit("sent", sent);
                 }
             }
             double wait = params.has("wait") ? params.get("wait").getAsDouble() : 30;
