@@ -14,7 +14,9 @@ ops:
   ``actions`` = {body: skip_once | change_once} leaves a message un-acked on its first delivery, or
   changes its invisible duration to ``change_s`` on its first delivery (and acks it only when it comes
   back, or at once with ``change_ack``); ``recv``, ``changed`` and ``acked`` events with ``body``, ``msg_id``,
-  ``attempt`` (delivery attempt) and ``handle`` (receipt handle).
+  ``attempt`` (delivery attempt) and ``handle`` (receipt handle); ``members`` SimpleConsumers at once.
+* ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``
+  and succeeds otherwise, until ``expect`` bodies succeeded; ``recv`` events.
 """
 
 from __future__ import annotations
@@ -127,10 +129,50 @@ def consume(params: dict) -> int:
     return 1 if failures else 0
 
 
+def push(params: dict) -> int:
+    from rocketmq import ClientConfiguration, ConsumeResult, Credentials, FilterExpression, MessageListener, PushConsumer
+
+    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    fail_once = set(params.get("fail_once") or ())
+    lock = threading.Lock()
+    seen: dict[str, int] = {}
+    consumed: set[str] = set()
+    done = threading.Event()
+
+    class Listener(MessageListener):
+        def consume(self, message) -> ConsumeResult:
+            body = message.body.decode(errors="replace")
+            with lock:
+                seen[body] = seen.get(body, 0) + 1
+                count = seen[body]
+            emit("recv", body=body, msg_id=message.message_id, attempt=message.delivery_attempt, topic=message.topic)
+            if body in fail_once and count == 1:
+                return ConsumeResult.FAILURE
+            with lock:
+                consumed.add(body)
+                if len(consumed) >= params["expect"]:
+                    done.set()
+            return ConsumeResult.SUCCESS
+
+    consumer = PushConsumer(config, params["group"], Listener(), {params["topic"]: FilterExpression("*")})
+    consumer.startup()
+    emit("started")
+    try:
+        if not done.wait(params.get("wait", 30)):
+            emit("error", error=f"consumed {sorted(consumed)} of {params['expect']}")
+            return 1
+        time.sleep(0.5)  # the SDK acks after the listener returns
+    finally:
+        consumer.shutdown()
+    return 0
+
+
 def main() -> int:
     params = json.loads(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else sys.stdin.read())
     if params["op"] == "consume":
         return consume(params)
+    if params["op"] == "push":
+        return push(params)
     from rocketmq import ClientConfiguration, Credentials, Producer, TransactionChecker, TransactionResolution
 
     config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))

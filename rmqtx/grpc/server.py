@@ -32,6 +32,9 @@ UNBUILT = {
     "RecallMessage": "RecallMessageResponse",
     "SyncLiteSubscription": "SyncLiteSubscriptionResponse",
 }
+#: Told to consumers in their settings (Apache's proxy: 32 a receive, 20 s long polling by default).
+CONSUMER_BATCH = 32
+CONSUMER_LONG_POLLING_S = 20
 UNBUILT_STREAMS = {"PullMessage": "PullMessageResponse"}
 
 
@@ -343,8 +346,25 @@ class MessagingServicer:
             backoff.initial.FromMilliseconds(10)
             backoff.max.FromMilliseconds(1000)
             backoff.multiplier = 2.0
+        if settings.HasField("subscription"):
+            self._consumer_settings(reply)
         reply.metric.on = False
         return self.s.TelemetryCommand(status=self._status(), settings=reply)
+
+    def _consumer_settings(self, reply: Any) -> None:
+        """What the proxy tells a consumer: batch size, long polling, FIFO, and its retries (the group's
+        retryMaxTimes + 1 attempts, waiting out the delay levels from level 3 on, as the broker retries)."""
+        group = reply.subscription.group.name
+        fifo, attempts, delays = self._on_reactor(self.backend.consumer_policy, group)
+        sub = reply.subscription
+        sub.fifo = fifo
+        sub.receive_batch_size = CONSUMER_BATCH
+        if sub.long_polling_timeout.ToMilliseconds() <= 0:
+            sub.long_polling_timeout.FromSeconds(CONSUMER_LONG_POLLING_S)
+        reply.backoff_policy.Clear()
+        reply.backoff_policy.max_attempts = attempts
+        for delay_ms in delays:
+            reply.backoff_policy.customized_backoff.next.add().FromMilliseconds(delay_ms)
 
     def _recover_command(self, topic: str, transaction_id: str, msg: Any) -> Any:
         d = self.d

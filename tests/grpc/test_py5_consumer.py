@@ -16,7 +16,7 @@ class Py5ConsumerTest(unittest.TestCase):
     """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
 
     def setUp(self) -> None:
-        self.server = grpc_standalone().start()
+        self.server = grpc_standalone(messageDelayLevel="1s 1s 1s 1s 1s").start()
 
     def tearDown(self) -> None:
         clean = self.server.stop()
@@ -85,6 +85,18 @@ class Py5ConsumerTest(unittest.TestCase):
         self.assertEqual({e["body"] for e in events if e["event"] == "acked"}, {"sooner", "keep"})
         acked_keep = [e for e in events if e["event"] == "acked" and e["body"] == "keep"][0]
         self.assertEqual(acked_keep["handle"], changed["keep"]["handle"], "acked with the new handle")
+
+    def test_push_consumer(self) -> None:
+        """The SDK's PushConsumer: QueryAssignment, ReceiveMessage, ack; a failed message comes back after
+        the backoff the settings gave it (delay level 3 here: 1 s), as its second attempt."""
+        topic = self._topic("push")
+        self._send(topic, [{"body": "p0"}, {"body": "p1"}, {"body": "p2"}])
+        events = run_driver({"op": "push", "endpoint": self.server.grpc, "topic": topic, "group": "GID_grpc_push",
+                             "expect": 3, "fail_once": ["p1"], "wait": 40}, timeout=90)
+        recv = [e for e in events if e["event"] == "recv"]
+        self.assertEqual(sorted({e["body"] for e in recv}), ["p0", "p1", "p2"])
+        self.assertEqual([e["attempt"] for e in recv if e["body"] == "p1"], [1, 2])
+        self.assertEqual({e["topic"] for e in recv}, {topic})
 
 
 if __name__ == "__main__":
