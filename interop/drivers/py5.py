@@ -32,8 +32,6 @@ JAVA5GRPC = REPO / "interop" / "java5grpc"
 NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
                       "wants); three_consumers covers sharing a group")
 NO_BROADCAST = "the 5.x gRPC SDKs have no broadcasting consumer"
-NO_SDK_DLQ = ("a 5.x SimpleConsumer cannot forward to the DLQ and its retry limit is the broker's "
-              "(ForwardMessageToDeadLetterQueue is tested in tests/grpc)")
 NO_API = "rocketmq-python-client 5.x has no {}"
 STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
                 "4.x consumers only inflate zlib)")
@@ -48,8 +46,6 @@ class Py5Driver(Driver):
         "compressed": STORED_PLAIN,
         "cluster_consume": NO_QUEUE_OWNERSHIP,
         "broadcast_consume": NO_BROADCAST,
-        "dlq": NO_SDK_DLQ,
-        "dlq_consume": NO_SDK_DLQ,
         "lite_pull": NO_API.format("lite pull consumer"),
         "request_reply": NO_API.format("request-reply API"),
         "query_id": NO_API.format("message query API"),
@@ -82,6 +78,8 @@ class Java5GrpcDriver(Py5Driver):
         "admin_cluster": "rocketmq-client-java 5.x has no admin API",
         "admin_progress": "rocketmq-client-java 5.x has no admin API",
         "lite_pull": "rocketmq-client-java 5.x has no lite pull consumer",
+        "dlq": "the java5grpc driver has no PushConsumer yet (py5's PushConsumer runs this scenario)",
+        "dlq_consume": "the java5grpc driver has no PushConsumer yet (py5's PushConsumer runs this scenario)",
     }
     slot = ("jvm", 3)
 
@@ -176,6 +174,55 @@ def report_sent(events: list[dict]) -> None:
             emit("error", error=e["error"])
 
 
+def set_retry_max_times(params: dict, times: int) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with the group's retryMaxTimes (mqadmin updateSubGroup -r)."""
+    from rmqtx.broker.groups import SubscriptionGroupConfig
+    from rmqtx.common import fastjson
+    from rmqtx.remoting.codes import RequestCode, ResponseCode
+    from rmqtx.remoting.command import RemotingCommand
+    from tests.e2e.harness import call
+
+    route = json.loads(call(params["namesrv"], RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                                       {"topic": params["topic"]})).body)
+    broker = route["brokerDatas"][0]["brokerAddrs"]["0"]
+    body = fastjson.dumps(SubscriptionGroupConfig(groupName=params["group"], retryMaxTimes=times).to_json())
+    resp = call(broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body=body))
+    if resp.code != ResponseCode.SUCCESS:
+        raise RuntimeError(f"update group {params['group']}: {resp.code} {resp.remark}")
+
+
+def dlq_cell(column: str, params: dict, endpoint: str, wait: float) -> int:
+    """A PushConsumer fails every delivery; after retryMaxTimes retries the SDK forwards each to %DLQ%group."""
+    limit = params["max_reconsume"]
+    set_retry_max_times(params, limit)  # a 5.x group's retries are the broker's, as mqadmin updateSubGroup -r sets
+    emit("config", max_reconsume=limit)
+    code, events = run_sdk(column, {"op": "push", "endpoint": endpoint, "topic": params["topic"],
+                                    "group": params["group"], "expect": len(params["messages"]),
+                                    "fail_always": [m["body"] for m in params["messages"]], "attempts": limit + 1,
+                                    "wait": wait, "linger": 1.0}, wait + 60)
+    for e in events:
+        if e["event"] == "recv":
+            emit("recv", body=e["body"], tags=e.get("tag"), keys=e.get("keys") or [], topic=e["topic"], queue_id=-1,
+                 reconsume=(e.get("attempt") or 1) - 1, member=0, at=e["at"])
+        elif e["event"] == "error":
+            emit("error", error=e["error"])
+    if code == 0:
+        wait_in_dlq(params, time.time() + 15)
+    return code
+
+
+def wait_in_dlq(params: dict, deadline: float) -> None:
+    """The SDK forwards after its listener returns: wait (bounded) until %DLQ%group holds every spec's key."""
+    from interop.probe import Probe
+
+    probe = Probe(params["namesrv"])
+    dlq = "%DLQ%" + params["group"]
+    while time.time() < deadline:
+        if all(m["body"] in probe.query_keys(dlq, m["keys"][0]) for m in params["messages"]):
+            return
+        time.sleep(0.2)
+
+
 def consume_cell(column: str, op: str, params: dict) -> int:
     """Send with the SDK, then receive with its SimpleConsumer(s) over POP until every expected body is acked."""
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]
@@ -217,6 +264,14 @@ def consume_cell(column: str, op: str, params: dict) -> int:
         invisible = math.ceil(params["levels"][2]) + 1 if op == "retry" else 2
         return 0 if consume(params["messages"], 0, invisible=invisible,
                             actions={m["body"]: "skip_once" for m in refused}) else 1
+    if op == "dlq_consume":
+        if dlq_cell(column, params, endpoint, wait) != 0:
+            return 1
+        time.sleep(params.get("linger", 0.0))
+        return 0 if consume(params["messages"], 1, topic="%DLQ%" + params["group"], group=params["group"] + "_dlq",
+                            tag="*", expression_type="TAG", members=1, linger=0.0) else 1
+    if op == "dlq":
+        return dlq_cell(column, params, endpoint, wait)
     if op == "restart":
         if not consume(params["messages"], 0):
             return 1
@@ -228,7 +283,7 @@ def consume_cell(column: str, op: str, params: dict) -> int:
 
 
 def main(column: str, op: str, params: dict) -> int:
-    if op in ("consume", "retry", "restart", "pop"):
+    if op in ("consume", "retry", "restart", "pop", "dlq", "dlq_consume"):
         return consume_cell(column, op, params)
     started = time.time()
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]

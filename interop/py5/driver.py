@@ -15,8 +15,9 @@ ops:
   changes its invisible duration to ``change_s`` on its first delivery (and acks it only when it comes
   back, or at once with ``change_ack``); ``recv``, ``changed`` and ``acked`` events with ``body``, ``msg_id``,
   ``attempt`` (delivery attempt) and ``handle`` (receipt handle); ``members`` SimpleConsumers at once.
-* ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``
-  and succeeds otherwise, until ``expect`` bodies succeeded; ``recv`` events.
+* ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``,
+  every delivery of each body in ``fail_always`` (done with one after ``attempts`` deliveries: the SDK
+  then forwards it to the DLQ) and succeeds otherwise, until ``expect`` bodies are done; ``recv`` events.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ def push(params: dict) -> int:
 
     config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
     fail_once = set(params.get("fail_once") or ())
+    fail_always = set(params.get("fail_always") or ())
+    attempts = params.get("attempts", 0)  # fail_always bodies are done after this many deliveries
     lock = threading.Lock()
     seen: dict[str, int] = {}
     consumed: set[str] = set()
@@ -145,7 +148,15 @@ def push(params: dict) -> int:
             with lock:
                 seen[body] = seen.get(body, 0) + 1
                 count = seen[body]
-            emit("recv", body=body, msg_id=message.message_id, attempt=message.delivery_attempt, topic=message.topic)
+            emit("recv", body=body, msg_id=message.message_id, attempt=message.delivery_attempt, topic=message.topic,
+                 tag=message.tag, keys=sorted(message.keys or []))
+            if body in fail_always:
+                with lock:
+                    if count >= attempts:
+                        consumed.add(body)
+                        if len(consumed) >= params["expect"]:
+                            done.set()
+                return ConsumeResult.FAILURE
             if body in fail_once and count == 1:
                 return ConsumeResult.FAILURE
             with lock:
@@ -161,7 +172,7 @@ def push(params: dict) -> int:
         if not done.wait(params.get("wait", 30)):
             emit("error", error=f"consumed {sorted(consumed)} of {params['expect']}")
             return 1
-        time.sleep(0.5)  # the SDK acks after the listener returns
+        time.sleep(params.get("linger", 0.5))  # the SDK acks (or forwards to the DLQ) after the listener returns
     finally:
         consumer.shutdown()
     return 0
