@@ -78,8 +78,6 @@ class Java5GrpcDriver(Py5Driver):
         "admin_cluster": "rocketmq-client-java 5.x has no admin API",
         "admin_progress": "rocketmq-client-java 5.x has no admin API",
         "lite_pull": "rocketmq-client-java 5.x has no lite pull consumer",
-        "dlq": "the java5grpc driver has no PushConsumer yet (py5's PushConsumer runs this scenario)",
-        "dlq_consume": "the java5grpc driver has no PushConsumer yet (py5's PushConsumer runs this scenario)",
     }
     slot = ("jvm", 3)
 

@@ -23,7 +23,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
@@ -189,6 +191,62 @@ public final class Grpc5 {
         return failures.isEmpty() ? 0 : 1;
     }
 
+    /** Op "push": a PushConsumer failing fail_once bodies once and fail_always bodies every time. */
+    static int push(JsonObject params, ClientServiceProvider provider, ClientConfiguration config) throws Exception {
+        Set<String> failOnce = new HashSet<>();
+        Set<String> failAlways = new HashSet<>();
+        for (String key : new String[] {"fail_once", "fail_always"}) {
+            if (params.has(key)) {
+                for (JsonElement e : params.getAsJsonArray(key)) {
+                    ("fail_once".equals(key) ? failOnce : failAlways).add(e.getAsString());
+                }
+            }
+        }
+        int attempts = (int) num(params, "attempts", 0);
+        int expect = params.get("expect").getAsInt();
+        Map<String, Integer> seen = new HashMap<>();
+        Set<String> consumed = new HashSet<>();
+        CountDownLatch done = new CountDownLatch(1);
+        FilterExpression all = new FilterExpression("*", FilterExpressionType.TAG);
+        PushConsumer consumer = provider.newPushConsumerBuilder().setClientConfiguration(config)
+            .setConsumerGroup(text(params, "group"))
+            .setSubscriptionExpressions(Collections.singletonMap(text(params, "topic"), all))
+            .setMessageListener(view -> {
+                ByteBuffer buffer = view.getBody();
+                byte[] bytes = new byte[buffer.remaining()];
+                buffer.get(bytes);
+                String body = new String(bytes, StandardCharsets.UTF_8).split("#", 2)[0];
+                int count;
+                synchronized (seen) {
+                    count = seen.merge(body, 1, Integer::sum);
+                }
+                emit("recv", fields("body", body, "msg_id", view.getMessageId().toString(),
+                    "attempt", view.getDeliveryAttempt(), "topic", view.getTopic(), "tag", view.getTag().orElse(null),
+                    "keys", new TreeSet<>(view.getKeys())));
+                boolean fail = failAlways.contains(body) || (failOnce.contains(body) && count == 1);
+                synchronized (seen) {
+                    if (!fail || (failAlways.contains(body) && count >= attempts)) {
+                        consumed.add(body);
+                        if (consumed.size() >= expect) {
+                            done.countDown();
+                        }
+                    }
+                }
+                return fail ? ConsumeResult.FAILURE : ConsumeResult.SUCCESS;
+            }).build();
+        emit("started", fields());
+        int status = 0;
+        if (!done.await((long) (num(params, "wait", 30) * 1000), TimeUnit.MILLISECONDS)) {
+            synchronized (seen) {
+                emit("error", fields("error", "consumed " + consumed + " of " + expect));
+            }
+            status = 1;
+        }
+        Thread.sleep((long) (num(params, "linger", 0.5) * 1000));
+        consumer.close();
+        return status;
+    }
+
     public static void main(String[] args) throws Exception {
         JsonObject params = GSON.fromJson(new InputStreamReader(System.in, StandardCharsets.UTF_8), JsonObject.class);
         String op = text(params, "op");
@@ -196,10 +254,10 @@ public final class Grpc5 {
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(text(params, "endpoint"))
             .enableSsl(false).setRequestTimeout(Duration.ofSeconds(5)).build();
-        if ("consume".equals(op)) {
+        if ("consume".equals(op) || "push".equals(op)) {
             int code;
             try {
-                code = consume(params, provider, config);
+                code = "push".equals(op) ? push(params, provider, config) : consume(params, provider, config);
             } catch (Exception e) {
                 emit("error", fields("error", e.getClass().getSimpleName() + ": " + e.getMessage()));
                 code = 1;
