@@ -157,24 +157,26 @@ class MessagingServicer:
 
     # -- consumer side (POP) --------------------------------------------------------------------
     def QueryAssignment(self, request: Any, context: Any) -> Any:
-        """The topic's readable queues of this broker, each one an assignment."""
+        """As the proxy assigns: the whole broker (queue id -1, every queue popped) to each consumer, or
+        for an orderly group each readable queue; FORBIDDEN when none is readable."""
         topic = request.topic.name
         try:
             queues = self._on_reactor(self.backend.route, topic)
             host, port = self._on_reactor(self.backend.endpoint)
+            fifo = self._on_reactor(self.backend.group_is_fifo, request.group.name)
         except GrpcError as exc:
             return self.s.QueryAssignmentResponse(status=self._status(exc.code, exc.message))
         d = self.d
+        readable = [(qid, perm) for qid, perm in queues if perm in ("READ", "READ_WRITE")]
+        if not readable:
+            return self.s.QueryAssignmentResponse(status=self._status("FORBIDDEN", "no readable queue"))
         endpoints = d.Endpoints(scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=host, port=port)])
         broker = d.Broker(name=self.backend.broker_name, id=0, endpoints=endpoints)
-        assignments = [
-            d.Assignment(message_queue=d.MessageQueue(
-                topic=d.Resource(name=topic, resource_namespace=request.topic.resource_namespace), id=qid,
-                permission=d.Permission.Value(perm), broker=broker))
-            for qid, perm in queues if perm in ("READ", "READ_WRITE")
-        ]
-        if not assignments:
-            return self.s.QueryAssignmentResponse(status=self._status("FORBIDDEN", f"topic {topic} is not readable"))
+        resource = d.Resource(name=topic, resource_namespace=request.topic.resource_namespace)
+        permission = d.Permission.Value(readable[0][1])
+        ids = [qid for qid, _ in readable] if fifo else [-1]
+        assignments = [d.Assignment(message_queue=d.MessageQueue(topic=resource, id=qid, permission=permission,
+                                                                 broker=broker)) for qid in ids]
         return self.s.QueryAssignmentResponse(status=self._status(), assignments=assignments)
 
     def ReceiveMessage(self, request: Any, context: Any) -> Any:

@@ -98,7 +98,8 @@ class StatusCodeTest(unittest.TestCase):
                                                                         group=d.Resource(name="GID_status")),
                                                metadata=METADATA, timeout=5)
         self.assertEqual(assignment.status.code, self.code("OK"))
-        self.assertEqual([a.message_queue.id for a in assignment.assignments], [0, 1])
+        self.assertEqual([a.message_queue.id for a in assignment.assignments], [-1], "the broker, every queue popped")
+        self.assertEqual(assignment.assignments[0].message_queue.broker.name, "broker-a")
         missing = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="NO_SUCH_TOPIC")),
                                             metadata=METADATA, timeout=5)
         self.assertEqual(missing.status.code, self.code("TOPIC_NOT_FOUND"))
