@@ -85,7 +85,7 @@ async def receive(backend: "GrpcBackend", group: str, topic: str, expression_typ
     """POP_MESSAGE from every queue of the topic (queueId -1, as the proxy pops); [] when nothing came."""
     backend.topic_config(topic)
     if batch <= 0:
-        raise _grpc_error("ILLEGAL_POLLING_TIME" if batch < 0 else "BAD_REQUEST", "batch_size must be positive")
+        raise _grpc_error("BAD_REQUEST", "batch_size must be positive")
     header = PopMessageRequestHeader(group, topic, -1, min(batch, 32), invisible_ms, max(poll_ms, 0),
                                      int(time.time() * 1000), keys.INIT_MAX, expression_type or "TAG",
                                      expression or "*", fifo, attempt_id or None)
