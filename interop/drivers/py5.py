@@ -5,9 +5,11 @@ through ``interop/py5/driver.py``), ``java5grpc`` (rocketmq-client-java from Mav
 and ``go5`` (rocketmq-clients golang/v5 from the module proxy, ``interop/go5``). All read the same
 params on stdin and print the same events.
 
-They can only produce here: POP over gRPC is not built,
-so what it sent is read back through the broker over remoting (PULL_MESSAGE from every queue), and
-the ``recv`` events carry each message's store time as ``at`` (when it became visible). The cell
+Producer scenarios read what was sent back through the broker over remoting (PULL_MESSAGE from every
+queue), the ``recv`` events carrying each message's store time as ``at`` (when it became visible).
+The consumer scenarios (consume, retry, restart, pop) send with the SDK and then receive
+with its SimpleConsumer(s) over the endpoint's POP (ReceiveMessage / AckMessage); reconsumeTimes is the
+delivery attempt less one, and the queue is not shown by the SDK. The cell
 runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
 (``python -m interop --grpc HOST:PORT``).
 """
@@ -18,6 +20,7 @@ import atexit
 import base64
 import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -34,9 +37,13 @@ JAVA5GRPC = REPO / "interop" / "java5grpc"
 NODE5 = REPO / "interop" / "node5"
 GO5 = REPO / "interop" / "go5"
 GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
-NO_POP = "needs POP over gRPC (not built yet)"
+NO_CONSUMER_DRIVER = ("this column's driver only sends so far (its consumer ops are not written; py5 and "
+                      "java5grpc consume over the same endpoint)")
 NO_SECURE = "the gRPC endpoint has no ACL or TLS yet"
 NO_ENDPOINT = "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
+NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
+                      "wants); three_consumers covers sharing a group")
+NO_BROADCAST = "the 5.x gRPC SDKs have no broadcasting consumer"
 NO_API = "rocketmq-python-client 5.x has no {}"
 STORED_PLAIN = ("the gRPC endpoint stores 5.x SDK bodies uncompressed (a GZIP body_encoding is inflated, "
                 "4.x consumers only inflate zlib)")
@@ -49,17 +56,9 @@ class Py5Driver(Driver):
         "oneway_send": NO_API.format("oneway send"),
         "batch_send": NO_API.format("batch send"),
         "compressed": STORED_PLAIN,
-        "cluster_consume": NO_POP,
-        "pop": NO_POP,
-        "broadcast_consume": NO_POP,
-        "tag_filter": NO_POP,
-        "sql92_filter": NO_POP,
-        "retry": NO_POP,
-        "dlq": NO_POP,
-        "dlq_consume": NO_POP,
-        "three_consumers": NO_POP,
-        "restart_resume": NO_POP,
-        "lite_pull": NO_POP,
+        "cluster_consume": NO_QUEUE_OWNERSHIP,
+        "broadcast_consume": NO_BROADCAST,
+        "lite_pull": NO_API.format("lite pull consumer"),
         "request_reply": NO_API.format("request-reply API"),
         "query_id": NO_API.format("message query API"),
         "query_key": NO_API.format("message query API"),
@@ -98,23 +97,32 @@ class Java5GrpcDriver(Py5Driver):
         "admin_topic": "rocketmq-client-java 5.x has no admin API",
         "admin_cluster": "rocketmq-client-java 5.x has no admin API",
         "admin_progress": "rocketmq-client-java 5.x has no admin API",
+        "lite_pull": "rocketmq-client-java 5.x has no lite pull consumer",
     }
     slot = ("jvm", 3)
 
     def prepare(self) -> str | None:
         if not shutil.which("java") or not shutil.which("mvn"):
             return "java or mvn is not on PATH (scripts/ensure-java.sh)"
-        if not (JAVA5GRPC / "target" / "classes" / "org" / "rmqtx" / "interop" / "Grpc5.class").exists():
+        built = JAVA5GRPC / "target" / "classes" / "org" / "rmqtx" / "interop" / "Grpc5.class"
+        source = JAVA5GRPC / "src" / "main" / "java" / "org" / "rmqtx" / "interop" / "Grpc5.java"
+        if not built.exists() or built.stat().st_mtime < source.stat().st_mtime:  # a stale build lacks newer ops
             build = subprocess.run(["mvn", "-q", "-B", "package"], cwd=JAVA5GRPC, capture_output=True, text=True, timeout=900)
             if build.returncode != 0:
                 return f"mvn package failed in interop/java5grpc: {build.stdout[-500:]}"
         return None
 
 
+#: The consumer scenarios the py5 and java5grpc drivers run and the node5/go5 drivers do not yet.
+CONSUMER_SCENARIOS = ("pop", "tag_filter", "sql92_filter", "retry", "dlq", "dlq_consume", "three_consumers",
+                      "restart_resume")
+
+
 def _sdk_skips(sdk: str) -> dict[str, str]:
-    """py5's skips, with this SDK named where it lacks an API."""
-    return {key: (reason.replace("rocketmq-python-client 5.x", sdk) if reason.startswith("rocketmq-python-client") else reason)
-            for key, reason in Py5Driver.unsupported.items()}
+    """py5's skips, with this SDK named where it lacks an API, and the consumer scenarios its driver lacks."""
+    skips = {key: (reason.replace("rocketmq-python-client 5.x", sdk) if reason.startswith("rocketmq-python-client") else reason)
+             for key, reason in Py5Driver.unsupported.items()}
+    return {**skips, **{key: NO_CONSUMER_DRIVER for key in CONSUMER_SCENARIOS}}
 
 
 class Node5Driver(Py5Driver):
@@ -183,8 +191,8 @@ def sdk_messages(op: str, params: dict) -> list[dict]:
             item["group"] = f"shard-{spec['shard']}"
         if spec.get("delay"):
             item["delay_s"] = params["levels"][spec["delay"] - 1]
-        if spec.get("timer"):  # 5.x SDKs only set a delivery timestamp: the timer's delay from the send's start
-            item["delay_s"] = timer_due_s(spec)
+        if spec.get("timer"):
+            item["delay_s"] = timer_due_s(spec)  # a delivery timestamp: the gRPC form of every timer kind
         if op == "transaction":
             local = spec.get("local")
             item["action"] = {"COMMIT_MESSAGE": "commit", "ROLLBACK_MESSAGE": "rollback"}.get(local, "check")
@@ -222,7 +230,134 @@ def read_back(params: dict, want: set[str], deadline: float) -> list:
     return stored()
 
 
+def run_sdk(column: str, sdk: dict, timeout: float) -> tuple[int, list[dict]]:
+    """One SDK driver process: its exit status and JSON events."""
+    proc = subprocess.run(sdk_command(column), input=json.dumps(sdk), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO)
+    sys.stderr.write(proc.stderr[-4000:])
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def report_sent(events: list[dict]) -> None:
+    for e in events:
+        if e["event"] == "sent":
+            emit("sent", body=e["body"], at=e["at"], status="SEND_OK", msg_id=e["msg_id"], offset_msg_id="",
+                 **({"queue_offset": e["offset"]} if e.get("offset") is not None else {}))
+        elif e["event"] == "error":
+            emit("error", error=e["error"])
+
+
+def set_retry_max_times(params: dict, times: int) -> None:
+    """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with the group's retryMaxTimes (mqadmin updateSubGroup -r)."""
+    from rmqtx.broker.groups import SubscriptionGroupConfig
+    from rmqtx.common import fastjson
+    from rmqtx.remoting.codes import RequestCode, ResponseCode
+    from rmqtx.remoting.command import RemotingCommand
+    from tests.e2e.harness import call
+
+    route = json.loads(call(params["namesrv"], RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                                       {"topic": params["topic"]})).body)
+    broker = route["brokerDatas"][0]["brokerAddrs"]["0"]
+    body = fastjson.dumps(SubscriptionGroupConfig(groupName=params["group"], retryMaxTimes=times).to_json())
+    resp = call(broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body=body))
+    if resp.code != ResponseCode.SUCCESS:
+        raise RuntimeError(f"update group {params['group']}: {resp.code} {resp.remark}")
+
+
+def dlq_cell(column: str, params: dict, endpoint: str, wait: float) -> int:
+    """A PushConsumer fails every delivery; after retryMaxTimes retries the SDK forwards each to %DLQ%group."""
+    limit = params["max_reconsume"]
+    set_retry_max_times(params, limit)  # a 5.x group's retries are the broker's, as mqadmin updateSubGroup -r sets
+    emit("config", max_reconsume=limit)
+    code, events = run_sdk(column, {"op": "push", "endpoint": endpoint, "topic": params["topic"],
+                                    "group": params["group"], "expect": len(params["messages"]),
+                                    "fail_always": [m["body"] for m in params["messages"]], "attempts": limit + 1,
+                                    "wait": wait, "linger": 1.0}, wait + 60)
+    for e in events:
+        if e["event"] == "recv":
+            emit("recv", body=e["body"], tags=e.get("tag"), keys=e.get("keys") or [], topic=e["topic"], queue_id=-1,
+                 reconsume=(e.get("attempt") or 1) - 1, member=0, at=e["at"])
+        elif e["event"] == "error":
+            emit("error", error=e["error"])
+    if code == 0:
+        wait_in_dlq(params, time.time() + 15)
+    return code
+
+
+def wait_in_dlq(params: dict, deadline: float) -> None:
+    """The SDK forwards after its listener returns: wait (bounded) until %DLQ%group holds every spec's key."""
+    from interop.probe import Probe
+
+    probe = Probe(params["namesrv"])
+    dlq = "%DLQ%" + params["group"]
+    while time.time() < deadline:
+        if all(m["body"] in probe.query_keys(dlq, m["keys"][0]) for m in params["messages"]):
+            return
+        time.sleep(0.2)
+
+
+def consume_cell(column: str, op: str, params: dict) -> int:
+    """Send with the SDK, then receive with its SimpleConsumer(s) over POP until every expected body is acked."""
+    endpoint = os.environ["RMQTX_INTEROP_GRPC"]
+    wait = params.get("wait", 30)
+    prop_names = sorted({k for m in params["messages"] for k in (m.get("props") or {})})
+
+    def send(specs: list[dict]) -> bool:
+        code, events = run_sdk(column, {"op": "send", "endpoint": endpoint, "topic": params["topic"],
+                                        "messages": sdk_messages("send", {**params, "messages": specs})}, wait + 60)
+        report_sent(events)
+        return code == 0
+
+    def consume(expect: list[dict], member_base: int, **extra: object) -> bool:
+        sdk = {"op": "consume", "endpoint": endpoint, "topic": params["topic"], "group": params["group"],
+               "expect": len(expect), "wait": wait, "linger": params.get("linger", 0.0),
+               "tag": params.get("expression") or "*", "expression_type": params.get("expression_type") or "TAG",
+               "members": params.get("members", 1), "invisible": 20, **extra}
+        code, events = run_sdk(column, sdk, wait + 60)
+        for e in events:
+            if e["event"] == "recv":
+                event = {"body": e["body"], "tags": e.get("tag"), "keys": e.get("keys") or [], "topic": e["topic"],
+                         "queue_id": -1, "reconsume": (e.get("attempt") or 1) - 1, "member": member_base + e["member"],
+                         "at": e["at"]}
+                if prop_names:
+                    event["props"] = {name: (e.get("props") or {}).get(name) for name in prop_names}
+                emit("recv", **event)
+            elif e["event"] == "error":
+                emit("error", error=e["error"])
+        return code == 0
+
+    if not send(params["messages"]):
+        return 1
+    if op == "consume":
+        return 0 if consume(params.get("expect") or params["messages"], 0) else 1
+    if op in ("retry", "pop"):
+        refused = params["messages"] if op == "retry" else params["fail_once"]
+        # retry: back no sooner than delay level 3 (a second more, as the SDK's receive returns a little after
+        # the broker's pop time); pop: 2 s, as the 5.x push consumer's 10 s is too long here
+        invisible = math.ceil(params["levels"][2]) + 1 if op == "retry" else 2
+        return 0 if consume(params["messages"], 0, invisible=invisible,
+                            actions={m["body"]: "skip_once" for m in refused}) else 1
+    if op == "dlq_consume":
+        if dlq_cell(column, params, endpoint, wait) != 0:
+            return 1
+        time.sleep(params.get("linger", 0.0))
+        return 0 if consume(params["messages"], 1, topic="%DLQ%" + params["group"], group=params["group"] + "_dlq",
+                            tag="*", expression_type="TAG", members=1, linger=0.0) else 1
+    if op == "dlq":
+        return dlq_cell(column, params, endpoint, wait)
+    if op == "restart":
+        if not consume(params["messages"], 0):
+            return 1
+        if not send(params["later"]):
+            return 1
+        return 0 if consume(params["later"], 1) else 1
+    emit("error", error=f"no consumer op {op}")
+    return 1
+
+
 def main(column: str, op: str, params: dict) -> int:
+    if op in ("consume", "retry", "restart", "pop", "dlq", "dlq_consume"):
+        return consume_cell(column, op, params)
     started = time.time()
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]
     sdk = {"op": "tx" if op == "transaction" else "send", "endpoint": endpoint, "topic": params["topic"],

@@ -9,6 +9,15 @@ ops:
 * ``tx``: ``messages`` = [{body, tag, action: commit|rollback|check, check_state}]; ``check``
   messages are left open and the checker answers ``check_state`` (COMMIT or ROLLBACK, default COMMIT); ``sent`` events, ``ended`` after commit/rollback, ``checked``
   for each check-back, until every ``check`` message was checked or ``wait`` seconds passed.
+* ``consume``: a SimpleConsumer of ``group`` (``tag``: its filter, ``await``: long polling seconds)
+  receives with ``invisible`` seconds until ``expect`` messages were acked or ``wait`` seconds passed;
+  ``actions`` = {body: skip_once | change_once} leaves a message un-acked on its first delivery, or
+  changes its invisible duration to ``change_s`` on its first delivery (and acks it only when it comes
+  back, or at once with ``change_ack``); ``recv``, ``changed`` and ``acked`` events with ``body``, ``msg_id``,
+  ``attempt`` (delivery attempt) and ``handle`` (receipt handle); ``members`` SimpleConsumers at once.
+* ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``,
+  every delivery of each body in ``fail_always`` (done with one after ``attempts`` deliveries: the SDK
+  then forwards it to the DLQ) and succeeds otherwise, until ``expect`` bodies are done; ``recv`` events.
 """
 
 from __future__ import annotations
@@ -21,8 +30,15 @@ import threading
 import time
 
 
+_OUT = threading.Lock()
+
+
 def emit(event: str, **fields: object) -> None:
-    print(json.dumps({"event": event, "at": time.time(), **fields}), flush=True)
+    """One JSON line; under a lock, as consumer threads emit at once."""
+    line = json.dumps({"event": event, "at": time.time(), **fields}) + "\n"
+    with _OUT:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def build(spec: dict, topic: str):
@@ -45,8 +61,129 @@ def build(spec: dict, topic: str):
     return msg
 
 
+def consume(params: dict) -> int:
+    from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+    from rocketmq.grpc_protocol import FilterType
+
+    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    topic = params["topic"]
+    actions: dict = params.get("actions") or {}
+    sql = params.get("expression_type") == "SQL92"
+    expression = FilterExpression(params.get("tag") or "*", FilterType.SQL if sql else FilterType.TAG)
+    members = [SimpleConsumer(config, params["group"], {topic: expression}, await_duration=params.get("await", 2))
+               for _ in range(params.get("members", 1))]
+    for consumer in members:
+        consumer.startup()
+    emit("started")
+    lock = threading.Lock()
+    seen: dict[str, int] = {}
+    acked: set[str] = set()
+    deadline = time.time() + params.get("wait", 30)
+    done = threading.Event()
+    failures: list[str] = []
+
+    def handle(member: int, consumer, msg) -> None:
+        body = msg.body.split(b"#", 1)[0].decode(errors="replace")
+        with lock:
+            seen[body] = seen.get(body, 0) + 1
+            count = seen[body]
+        emit("recv", member=member, body=body, msg_id=msg.message_id, attempt=msg.delivery_attempt,
+             handle=msg.receipt_handle, tag=msg.tag, keys=sorted(msg.keys or []), topic=msg.topic,
+             props=dict(msg.properties or {}), size=len(msg.body))
+        action = actions.get(body, "ack")
+        if count == 1 and action == "skip_once":
+            return
+        if count == 1 and action in ("change_once", "change_ack"):
+            consumer.change_invisible_duration(msg, params.get("change_s", 2))
+            emit("changed", member=member, body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+            if action == "change_once":
+                return
+        consumer.ack(msg)
+        with lock:
+            acked.add(body)
+            if len(acked) >= params["expect"] and not done.is_set():
+                done.set()
+        emit("acked", member=member, body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+
+    def run(member: int, consumer) -> None:
+        try:
+            linger_end = None
+            while time.time() < deadline:
+                if done.is_set():
+                    linger_end = linger_end or time.time() + params.get("linger", 0)
+                    if time.time() >= linger_end:
+                        return
+                for msg in consumer.receive(params.get("batch", 16), params.get("invisible", 10)):
+                    handle(member, consumer, msg)
+        except Exception as exc:
+            failures.append(f"member {member}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(members)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for consumer in members:
+        consumer.shutdown()
+    for failure in failures:
+        emit("error", error=failure)
+    return 1 if failures else 0
+
+
+def push(params: dict) -> int:
+    from rocketmq import ClientConfiguration, ConsumeResult, Credentials, FilterExpression, MessageListener, PushConsumer
+
+    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    fail_once = set(params.get("fail_once") or ())
+    fail_always = set(params.get("fail_always") or ())
+    attempts = params.get("attempts", 0)  # fail_always bodies are done after this many deliveries
+    lock = threading.Lock()
+    seen: dict[str, int] = {}
+    consumed: set[str] = set()
+    done = threading.Event()
+
+    class Listener(MessageListener):
+        def consume(self, message) -> ConsumeResult:
+            body = message.body.decode(errors="replace")
+            with lock:
+                seen[body] = seen.get(body, 0) + 1
+                count = seen[body]
+            emit("recv", body=body, msg_id=message.message_id, attempt=message.delivery_attempt, topic=message.topic,
+                 tag=message.tag, keys=sorted(message.keys or []))
+            if body in fail_always:
+                with lock:
+                    if count >= attempts:
+                        consumed.add(body)
+                        if len(consumed) >= params["expect"]:
+                            done.set()
+                return ConsumeResult.FAILURE
+            if body in fail_once and count == 1:
+                return ConsumeResult.FAILURE
+            with lock:
+                consumed.add(body)
+                if len(consumed) >= params["expect"]:
+                    done.set()
+            return ConsumeResult.SUCCESS
+
+    consumer = PushConsumer(config, params["group"], Listener(), {params["topic"]: FilterExpression("*")})
+    consumer.startup()
+    emit("started")
+    try:
+        if not done.wait(params.get("wait", 30)):
+            emit("error", error=f"consumed {sorted(consumed)} of {params['expect']}")
+            return 1
+        time.sleep(params.get("linger", 0.5))  # the SDK acks (or forwards to the DLQ) after the listener returns
+    finally:
+        consumer.shutdown()
+    return 0
+
+
 def main() -> int:
     params = json.loads(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else sys.stdin.read())
+    if params["op"] == "consume":
+        return consume(params)
+    if params["op"] == "push":
+        return push(params)
     from rocketmq import ClientConfiguration, Credentials, Producer, TransactionChecker, TransactionResolution
 
     config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))

@@ -186,6 +186,19 @@ class GrpcBackend:
             out.append((queue_id, "READ_WRITE" if read and write else "READ" if read else "WRITE" if write else "NONE"))
         return out
 
+    def group_is_fifo(self, group: str) -> bool:
+        """Pop in order when the group is configured orderly (Apache 5.x's consumeMessageOrderly)."""
+        config = self.broker.ctx.groups.find(group)
+        return bool(getattr(config, "consumeMessageOrderly", False))
+
+    def consumer_policy(self, group: str) -> tuple[bool, int, list[int]]:
+        """(fifo, max delivery attempts, retry delays in ms) for a consumer group's settings."""
+        config = self.broker.ctx.groups.find(group)
+        retries = int(getattr(config, "retryMaxTimes", 16))
+        levels = parse_delay_levels(self.broker.config.messageDelayLevel)
+        delays = [int(d) for d in levels[2:]] or [1000]
+        return self.group_is_fifo(group), retries + 1, delays
+
     def _select_queue(self, topic: str, message_group: str) -> int:
         """FIFO: the hash of the message group over the writable queues; otherwise round robin."""
         config = self.topic_config(topic)

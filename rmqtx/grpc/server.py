@@ -14,7 +14,7 @@ from twisted.application import service
 from twisted.internet import defer, threads
 from twisted.logger import Logger
 
-from rmqtx.grpc import stubs
+from rmqtx.grpc import consumer, stubs
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
 
 log = Logger(namespace="rmqtx.grpc")
@@ -24,19 +24,18 @@ MAX_WORKERS = 64
 #: Inbound frames up to Apache's proxy default (grpcMaxInboundMessageSize 130 MiB): bodies over the
 #: broker's maxMessageSize get MESSAGE_BODY_TOO_LARGE, not a transport error.
 MAX_INBOUND = 130 * 1024 * 1024
-#: The consumer side (POP over gRPC) is not built yet: these answer NOT_IMPLEMENTED.
+#: Not built: these answer NOT_IMPLEMENTED.
 UNBUILT = {
-    "QueryAssignment": "QueryAssignmentResponse",
-    "AckMessage": "AckMessageResponse",
-    "ForwardMessageToDeadLetterQueue": "ForwardMessageToDeadLetterQueueResponse",
-    "ChangeInvisibleDuration": "ChangeInvisibleDurationResponse",
     "UpdateOffset": "UpdateOffsetResponse",
     "GetOffset": "GetOffsetResponse",
     "QueryOffset": "QueryOffsetResponse",
     "RecallMessage": "RecallMessageResponse",
     "SyncLiteSubscription": "SyncLiteSubscriptionResponse",
 }
-UNBUILT_STREAMS = {"ReceiveMessage": "ReceiveMessageResponse", "PullMessage": "PullMessageResponse"}
+#: Told to consumers in their settings (Apache's proxy: 32 a receive, 20 s long polling by default).
+CONSUMER_BATCH = 32
+CONSUMER_LONG_POLLING_S = 20
+UNBUILT_STREAMS = {"PullMessage": "PullMessageResponse"}
 
 
 def _client_id(context: Any) -> str:
@@ -75,13 +74,13 @@ class MessagingServicer:
 
     def _unbuilt(self, response: str) -> Callable[[Any, Any], Any]:
         def handler(request: Any, context: Any) -> Any:
-            return getattr(self.s, response)(status=self._status("NOT_IMPLEMENTED", "needs POP over gRPC (not built yet)"))
+            return getattr(self.s, response)(status=self._status("NOT_IMPLEMENTED", "not built in rmqtx yet"))
 
         return handler
 
     def _unbuilt_stream(self, response: str) -> Callable[[Any, Any], Any]:
         def handler(request: Any, context: Any) -> Any:
-            yield getattr(self.s, response)(status=self._status("NOT_IMPLEMENTED", "needs POP over gRPC (not built yet)"))
+            yield getattr(self.s, response)(status=self._status("NOT_IMPLEMENTED", "not built in rmqtx yet"))
 
         return handler
 
@@ -156,6 +155,148 @@ class MessagingServicer:
         self._on_reactor(self.backend.forget_client, client_id)
         return self.s.NotifyClientTerminationResponse(status=self._status())
 
+    # -- consumer side (POP) --------------------------------------------------------------------
+    def QueryAssignment(self, request: Any, context: Any) -> Any:
+        """As the proxy assigns: the whole broker (queue id -1, every queue popped) to each consumer, or
+        for an orderly group each readable queue; FORBIDDEN when none is readable."""
+        topic = request.topic.name
+        try:
+            queues = self._on_reactor(self.backend.route, topic)
+            host, port = self._on_reactor(self.backend.endpoint)
+            fifo = self._on_reactor(self.backend.group_is_fifo, request.group.name)
+        except GrpcError as exc:
+            return self.s.QueryAssignmentResponse(status=self._status(exc.code, exc.message))
+        d = self.d
+        readable = [(qid, perm) for qid, perm in queues if perm in ("READ", "READ_WRITE")]
+        if not readable:
+            return self.s.QueryAssignmentResponse(status=self._status("FORBIDDEN", "no readable queue"))
+        endpoints = d.Endpoints(scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=host, port=port)])
+        broker = d.Broker(name=self.backend.broker_name, id=0, endpoints=endpoints)
+        resource = d.Resource(name=topic, resource_namespace=request.topic.resource_namespace)
+        permission = d.Permission.Value(readable[0][1])
+        ids = [qid for qid, _ in readable] if fifo else [-1]
+        assignments = [d.Assignment(message_queue=d.MessageQueue(topic=resource, id=qid, permission=permission,
+                                                                 broker=broker)) for qid in ids]
+        return self.s.QueryAssignmentResponse(status=self._status(), assignments=assignments)
+
+    def ReceiveMessage(self, request: Any, context: Any) -> Any:
+        """POP_MESSAGE, long polling up to long_polling_timeout; then status, messages, delivery timestamp."""
+        topic = request.message_queue.topic.name
+        group = request.group.name
+        if not group:
+            yield self.s.ReceiveMessageResponse(status=self._status("ILLEGAL_CONSUMER_GROUP", "consumer group is empty"))
+            return
+        if request.batch_size <= 0:
+            yield self.s.ReceiveMessageResponse(status=self._status("BAD_REQUEST", "batch_size must be positive"))
+            return
+        invisible_ms = (request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration")
+                        else consumer.DEFAULT_INVISIBLE_MS)
+        if invisible_ms <= 0:
+            yield self.s.ReceiveMessageResponse(status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must be positive"))
+            return
+        poll_ms = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
+        remaining = context.time_remaining()
+        if remaining is not None:
+            poll_ms = max(0, min(poll_ms, int((remaining - consumer.DEADLINE_MARGIN_S) * 1000)))
+        expression = request.filter_expression
+        sql = expression.type == self.d.FilterType.SQL
+        fifo = self._on_reactor(self.backend.group_is_fifo, group)
+        try:
+            msgs = self._on_reactor(consumer.receive, self.backend, group, topic, "SQL92" if sql else "TAG",
+                                    expression.expression or "*", request.batch_size, invisible_ms, poll_ms, fifo,
+                                    request.attempt_id if request.HasField("attempt_id") else "")
+        except GrpcError as exc:
+            yield self.s.ReceiveMessageResponse(status=self._status(exc.code, exc.message))
+            return
+        except Exception as exc:
+            log.failure("gRPC receive failed")
+            yield self.s.ReceiveMessageResponse(status=self._status("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+            return
+        if not msgs:
+            yield self.s.ReceiveMessageResponse(status=self._status("MESSAGE_NOT_FOUND", "no new message"))
+            return
+        yield self.s.ReceiveMessageResponse(status=self._status())
+        for msg in msgs:
+            yield self.s.ReceiveMessageResponse(message=self._to_message(topic, msg))
+        response = self.s.ReceiveMessageResponse()
+        response.delivery_timestamp.GetCurrentTime()
+        yield response
+
+    def AckMessage(self, request: Any, context: Any) -> Any:
+        group, topic = request.group.name, request.topic.name
+        entries = []
+        first_error: GrpcError | None = None
+        for entry in request.entries:
+            try:
+                self._on_reactor(consumer.ack, self.backend, group, topic, entry.receipt_handle)
+                status = self._status()
+            except GrpcError as exc:
+                first_error = first_error or exc
+                status = self._status(exc.code, exc.message)
+            entries.append(self.s.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
+                                                        status=status))
+        return self.s.AckMessageResponse(status=self._summary(first_error, len(entries)), entries=entries)
+
+    def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+        invisible_ms = request.invisible_duration.ToMilliseconds()
+        if invisible_ms <= 0:
+            return self.s.ChangeInvisibleDurationResponse(
+                status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must be positive"))
+        try:
+            handle = self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
+                                      request.receipt_handle, invisible_ms)
+        except GrpcError as exc:
+            return self.s.ChangeInvisibleDurationResponse(status=self._status(exc.code, exc.message))
+        return self.s.ChangeInvisibleDurationResponse(status=self._status(), receipt_handle=handle)
+
+    def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+        try:
+            self._on_reactor(consumer.to_dead_letter, self.backend, request.group.name, request.topic.name,
+                             request.receipt_handle, request.message_id, request.max_delivery_attempts)
+        except GrpcError as exc:
+            return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status(exc.code, exc.message))
+        return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status())
+
+    def _summary(self, first_error: GrpcError | None, count: int) -> Any:
+        if first_error is None:
+            return self._status()
+        if count == 1:
+            return self._status(first_error.code, first_error.message)
+        return self._status("MULTIPLE_RESULTS", "some entries failed")
+
+    def _to_message(self, topic: str, msg: Any) -> Any:
+        """A popped message as apache.rocketmq.v2.Message, with its receipt handle and delivery attempt."""
+        d = self.d
+        props = msg.properties
+        group = props.get("__SHARDINGKEY", "")
+        if props.get("TRAN_MSG") == "true":
+            kind = d.MessageType.TRANSACTION
+        elif group:
+            kind = d.MessageType.FIFO
+        elif "TIMER_DELIVER_MS" in props or "TIMER_OUT_MS" in props or props.get("DELAY", "0") not in ("", "0"):
+            kind = d.MessageType.DELAY
+        else:
+            kind = d.MessageType.NORMAL
+        sysp = d.SystemProperties(
+            message_id=props.get("UNIQ_KEY") or msg.msg_id, message_type=kind, body_encoding=d.Encoding.IDENTITY,
+            queue_id=msg.queue_id, queue_offset=msg.queue_offset, born_host=msg.born_host.split(":")[0],
+            store_host=msg.store_host, receipt_handle=props.get("POP_CK", ""),
+            delivery_attempt=msg.reconsume_times + 1,
+        )
+        if props.get("TAGS"):
+            sysp.tag = props["TAGS"]
+        if props.get("KEYS"):
+            sysp.keys.extend(props["KEYS"].split())
+        if group:
+            sysp.message_group = group
+        deliver = props.get("TIMER_DELIVER_MS") or props.get("TIMER_OUT_MS")
+        if deliver and deliver.isdigit():
+            sysp.delivery_timestamp.FromMilliseconds(int(deliver))
+        sysp.born_timestamp.FromMilliseconds(msg.born_timestamp)
+        sysp.store_timestamp.FromMilliseconds(msg.store_timestamp)
+        user = {k: v for k, v in props.items() if k not in _SYSTEM_PROPERTIES and not k.startswith(_HIDDEN_PREFIXES)}
+        return d.Message(topic=d.Resource(name=topic), user_properties=user, system_properties=sysp, body=msg.body)
+
     # -- Telemetry ----------------------------------------------------------------------------
     def Telemetry(self, request_iterator: Any, context: Any) -> Any:
         """Settings in, settings out; check-backs pushed as RecoverOrphanedTransactionCommand."""
@@ -207,8 +348,25 @@ class MessagingServicer:
             backoff.initial.FromMilliseconds(10)
             backoff.max.FromMilliseconds(1000)
             backoff.multiplier = 2.0
+        if settings.HasField("subscription"):
+            self._consumer_settings(reply)
         reply.metric.on = False
         return self.s.TelemetryCommand(status=self._status(), settings=reply)
+
+    def _consumer_settings(self, reply: Any) -> None:
+        """What the proxy tells a consumer: batch size, long polling, FIFO, and its retries (the group's
+        retryMaxTimes + 1 attempts, waiting out the delay levels from level 3 on, as the broker retries)."""
+        group = reply.subscription.group.name
+        fifo, attempts, delays = self._on_reactor(self.backend.consumer_policy, group)
+        sub = reply.subscription
+        sub.fifo = fifo
+        sub.receive_batch_size = CONSUMER_BATCH
+        if sub.long_polling_timeout.ToMilliseconds() <= 0:
+            sub.long_polling_timeout.FromSeconds(CONSUMER_LONG_POLLING_S)
+        reply.backoff_policy.Clear()
+        reply.backoff_policy.max_attempts = attempts
+        for delay_ms in delays:
+            reply.backoff_policy.customized_backoff.next.add().FromMilliseconds(delay_ms)
 
     def _recover_command(self, topic: str, transaction_id: str, msg: Any) -> Any:
         d = self.d
@@ -237,8 +395,12 @@ class MessagingServicer:
 _SYSTEM_PROPERTIES = frozenset({
     "UNIQ_KEY", "TAGS", "KEYS", "WAIT", "PGROUP", "TRAN_MSG", "REAL_TOPIC", "REAL_QID", "DELAY", "__SHARDINGKEY",
     "TRANSACTION_CHECK_TIMES", "CHECK_IMMUNITY_TIME_IN_SECONDS", "MIN_OFFSET", "MAX_OFFSET", "CLUSTER",
-    "MSG_REGION", "TRACE_ON",
+    "MSG_REGION", "TRACE_ON", "POP_CK", "1ST_POP_TIME", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "REAL_TOPIC",
+    "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_OUT_MS", "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS",
+    "TIMER_ROLL_TIMES", "TIMER_DEL_UNIQKEY", "POP_CK_OFFSET", "CONSUME_START_TIME", "MAX_RECONSUME_TIMES",
 })
+#: Property name prefixes the broker keeps for itself.
+_HIDDEN_PREFIXES = ("__",)
 
 
 class GrpcEndpoint(service.Service):

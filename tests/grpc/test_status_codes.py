@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import unittest
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone
+import time
+
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue
 
 METADATA = (("x-mq-client-id", "rmqtx-test@1"),)
 
@@ -76,10 +78,61 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(beat.status.code, self.code("OK"))
         anonymous = self.stub.Heartbeat(s.HeartbeatRequest(client_type=d.ClientType.PRODUCER), timeout=5)
         self.assertEqual(anonymous.status.code, self.code("CLIENT_ID_REQUIRED"))
-        assignment = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="GRPC_STATUS")),
-                                               metadata=METADATA, timeout=5)
-        self.assertEqual(assignment.status.code, self.code("NOT_IMPLEMENTED"))
-        received = list(self.stub.ReceiveMessage(s.ReceiveMessageRequest(), metadata=METADATA, timeout=5))
-        self.assertEqual([r.status.code for r in received], [self.code("NOT_IMPLEMENTED")])
+        offset = self.stub.GetOffset(s.GetOffsetRequest(), metadata=METADATA, timeout=5)
+        self.assertEqual(offset.status.code, self.code("NOT_IMPLEMENTED"))
         bye = self.stub.NotifyClientTermination(s.NotifyClientTerminationRequest(), metadata=METADATA, timeout=5)
         self.assertEqual(bye.status.code, self.code("OK"))
+
+    def _receive(self, group: str, topic: str = "GRPC_STATUS", poll_s: int = 0, invisible_s: int = 20) -> list:
+        d, s = self.d, self.s
+        request = s.ReceiveMessageRequest(group=d.Resource(name=group), batch_size=16,
+                                          message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=0),
+                                          filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))
+        request.invisible_duration.FromSeconds(invisible_s)
+        request.long_polling_timeout.FromSeconds(poll_s)
+        return list(self.stub.ReceiveMessage(request, metadata=METADATA, timeout=poll_s + 5))
+
+    def test_consumer_side(self) -> None:
+        d, s = self.d, self.s
+        assignment = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="GRPC_STATUS"),
+                                                                        group=d.Resource(name="GID_status")),
+                                               metadata=METADATA, timeout=5)
+        self.assertEqual(assignment.status.code, self.code("OK"))
+        self.assertEqual([a.message_queue.id for a in assignment.assignments], [-1], "the broker, every queue popped")
+        self.assertEqual(assignment.assignments[0].message_queue.broker.name, "broker-a")
+        missing = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="NO_SUCH_TOPIC")),
+                                            metadata=METADATA, timeout=5)
+        self.assertEqual(missing.status.code, self.code("TOPIC_NOT_FOUND"))
+        no_group = list(self.stub.ReceiveMessage(s.ReceiveMessageRequest(), metadata=METADATA, timeout=5))
+        self.assertEqual([r.status.code for r in no_group], [self.code("ILLEGAL_CONSUMER_GROUP")])
+        started = time.monotonic()
+        empty = self._receive("GID_status", poll_s=1)
+        self.assertEqual([r.status.code for r in empty], [self.code("MESSAGE_NOT_FOUND")])
+        self.assertGreater(time.monotonic() - started, 0.9, "long polled for long_polling_timeout")
+        bogus = self.stub.AckMessage(s.AckMessageRequest(
+            group=d.Resource(name="GID_status"), topic=d.Resource(name="GRPC_STATUS"),
+            entries=[s.AckMessageEntry(message_id="01AA", receipt_handle="not a handle")]), metadata=METADATA, timeout=5)
+        self.assertEqual(bogus.status.code, self.code("INVALID_RECEIPT_HANDLE"))
+        self.assertEqual(bogus.entries[0].status.code, self.code("INVALID_RECEIPT_HANDLE"))
+
+    def test_forward_to_dead_letter_queue(self) -> None:
+        d, s = self.d, self.s
+        msg = d.Message(topic=d.Resource(name="GRPC_STATUS"), body=b"to-dlq",
+                        system_properties=d.SystemProperties(message_type=d.MessageType.NORMAL, message_id="01DLQ"))
+        sent = self.stub.SendMessage(s.SendMessageRequest(messages=[msg]), metadata=METADATA, timeout=5)
+        self.assertEqual(sent.status.code, self.code("OK"))
+        answers = self._receive("GID_dlq", poll_s=3)
+        self.assertEqual(answers[0].status.code, self.code("OK"))
+        messages = [r.message for r in answers if r.HasField("message")]
+        self.assertEqual([m.body for m in messages], [b"to-dlq"])
+        self.assertTrue(answers[-1].HasField("delivery_timestamp"), "status, messages, then the delivery timestamp")
+        received = messages[0]
+        self.assertEqual(received.system_properties.message_id, "01DLQ")
+        self.assertEqual(received.system_properties.delivery_attempt, 1)
+        forward = self.stub.ForwardMessageToDeadLetterQueue(s.ForwardMessageToDeadLetterQueueRequest(
+            group=d.Resource(name="GID_dlq"), topic=d.Resource(name="GRPC_STATUS"), message_id="01DLQ",
+            receipt_handle=received.system_properties.receipt_handle, delivery_attempt=1, max_delivery_attempts=16),
+            metadata=METADATA, timeout=5)
+        self.assertEqual(forward.status.code, self.code("OK"))
+        dead = pull_queue(self.server.broker, "%DLQ%GID_dlq", 0)
+        self.assertEqual([(m.body, m.msg_id) for m in dead], [(b"to-dlq", "01DLQ")])

@@ -8,7 +8,12 @@ import java.io.InputStreamReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collections;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -18,6 +23,12 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
+import org.apache.rocketmq.client.apis.consumer.FilterExpression;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
+import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
+import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
+import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.message.Message;
 import org.apache.rocketmq.client.apis.message.MessageBuilder;
 import org.apache.rocketmq.client.apis.producer.Producer;
@@ -27,8 +38,9 @@ import org.apache.rocketmq.client.apis.producer.Transaction;
 import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 
 /**
- * The java5grpc driver: rocketmq-client-java (the 5.x gRPC SDK) as a producer. Reads the same JSON
- * params as interop/py5/driver.py on stdin and prints the same events (one JSON object per line).
+ * The java5grpc driver: rocketmq-client-java (the 5.x gRPC SDK) as a producer, and with op "consume"
+ * as SimpleConsumers. Reads the same JSON params as interop/py5/driver.py on stdin and prints the same
+ * events (one JSON object per line).
  */
 public final class Grpc5 {
     private static final Gson GSON = new Gson();
@@ -87,14 +99,172 @@ public final class Grpc5 {
         return b.build();
     }
 
+    static double num(JsonObject o, String key, double fallback) {
+        return o.has(key) && !o.get(key).isJsonNull() ? o.get(key).getAsDouble() : fallback;
+    }
+
+    /** Op "consume": members SimpleConsumers receive until "expect" bodies are acked, then linger. */
+    static int consume(JsonObject params, ClientServiceProvider provider, ClientConfiguration config) throws Exception {
+        String topic = text(params, "topic");
+        boolean sql = "SQL92".equals(text(params, "expression_type"));
+        String tag = text(params, "tag") == null ? "*" : text(params, "tag");
+        FilterExpression expression = new FilterExpression(tag, sql ? FilterExpressionType.SQL92 : FilterExpressionType.TAG);
+        Map<String, String> actions = new HashMap<>();
+        if (params.has("actions")) {
+            for (Map.Entry<String, JsonElement> e : params.getAsJsonObject("actions").entrySet()) {
+                actions.put(e.getKey(), e.getValue().getAsString());
+            }
+        }
+        int expect = params.get("expect").getAsInt();
+        int members = (int) num(params, "members", 1);
+        long invisible = (long) num(params, "invisible", 10);
+        long deadline = System.currentTimeMillis() + (long) (num(params, "wait", 30) * 1000);
+        long linger = (long) (num(params, "linger", 0) * 1000);
+        Map<String, Integer> seen = new HashMap<>();
+        Set<String> acked = new HashSet<>();
+        AtomicBoolean done = new AtomicBoolean(expect == 0);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        List<SimpleConsumer> consumers = new ArrayList<>();
+        for (int i = 0; i < members; i++) {
+            consumers.add(provider.newSimpleConsumerBuilder().setClientConfiguration(config)
+                .setConsumerGroup(text(params, "group")).setAwaitDuration(Duration.ofSeconds((long) num(params, "await", 2)))
+                .setSubscriptionExpressions(Collections.singletonMap(topic, expression)).build());
+        }
+        emit("started", fields());
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < members; i++) {
+            final int member = i;
+            final SimpleConsumer consumer = consumers.get(i);
+            Thread t = new Thread(() -> {
+                long lingerEnd = Long.MAX_VALUE;
+                try {
+                    while (System.currentTimeMillis() < deadline) {
+                        if (done.get()) {
+                            lingerEnd = Math.min(lingerEnd, System.currentTimeMillis() + linger);
+                            if (System.currentTimeMillis() >= lingerEnd) {
+                                return;
+                            }
+                        }
+                        for (MessageView view : consumer.receive(16, Duration.ofSeconds(invisible))) {
+                            ByteBuffer buffer = view.getBody();
+                            byte[] bytes = new byte[buffer.remaining()];
+                            buffer.get(bytes);
+                            String body = new String(bytes, StandardCharsets.UTF_8).split("#", 2)[0];
+                            int count;
+                            synchronized (seen) {
+                                count = seen.merge(body, 1, Integer::sum);
+                            }
+                            emit("recv", fields("member", member, "body", body, "msg_id", view.getMessageId().toString(),
+                                "attempt", view.getDeliveryAttempt(), "tag", view.getTag().orElse(null),
+                                "keys", new TreeSet<>(view.getKeys()), "topic", view.getTopic(),
+                                "props", view.getProperties(), "size", bytes.length));
+                            String action = actions.getOrDefault(body, "ack");
+                            if (count == 1 && "skip_once".equals(action)) {
+                                continue;
+                            }
+                            consumer.ack(view);
+                            synchronized (seen) {
+                                acked.add(body);
+                                if (acked.size() >= expect) {
+                                    done.set(true);
+                                }
+                            }
+                            emit("acked", fields("member", member, "body", body, "msg_id", view.getMessageId().toString()));
+                        }
+                    }
+                } catch (Exception e) {
+                    failures.add("member " + member + ": " + e.getClass().getSimpleName() + ": " + e.getMessage());
+                }
+            });
+            threads.add(t);
+            t.start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        for (SimpleConsumer consumer : consumers) {
+            consumer.close();
+        }
+        for (String failure : failures) {
+            emit("error", fields("error", failure));
+        }
+        return failures.isEmpty() ? 0 : 1;
+    }
+
+    /** Op "push": a PushConsumer failing fail_once bodies once and fail_always bodies every time. */
+    static int push(JsonObject params, ClientServiceProvider provider, ClientConfiguration config) throws Exception {
+        Set<String> failOnce = new HashSet<>();
+        Set<String> failAlways = new HashSet<>();
+        for (String key : new String[] {"fail_once", "fail_always"}) {
+            if (params.has(key)) {
+                for (JsonElement e : params.getAsJsonArray(key)) {
+                    ("fail_once".equals(key) ? failOnce : failAlways).add(e.getAsString());
+                }
+            }
+        }
+        int attempts = (int) num(params, "attempts", 0);
+        int expect = params.get("expect").getAsInt();
+        Map<String, Integer> seen = new HashMap<>();
+        Set<String> consumed = new HashSet<>();
+        CountDownLatch done = new CountDownLatch(1);
+        FilterExpression all = new FilterExpression("*", FilterExpressionType.TAG);
+        PushConsumer consumer = provider.newPushConsumerBuilder().setClientConfiguration(config)
+            .setConsumerGroup(text(params, "group"))
+            .setSubscriptionExpressions(Collections.singletonMap(text(params, "topic"), all))
+            .setMessageListener(view -> {
+                ByteBuffer buffer = view.getBody();
+                byte[] bytes = new byte[buffer.remaining()];
+                buffer.get(bytes);
+                String body = new String(bytes, StandardCharsets.UTF_8).split("#", 2)[0];
+                int count;
+                synchronized (seen) {
+                    count = seen.merge(body, 1, Integer::sum);
+                }
+                emit("recv", fields("body", body, "msg_id", view.getMessageId().toString(),
+                    "attempt", view.getDeliveryAttempt(), "topic", view.getTopic(), "tag", view.getTag().orElse(null),
+                    "keys", new TreeSet<>(view.getKeys())));
+                boolean fail = failAlways.contains(body) || (failOnce.contains(body) && count == 1);
+                synchronized (seen) {
+                    if (!fail || (failAlways.contains(body) && count >= attempts)) {
+                        consumed.add(body);
+                        if (consumed.size() >= expect) {
+                            done.countDown();
+                        }
+                    }
+                }
+                return fail ? ConsumeResult.FAILURE : ConsumeResult.SUCCESS;
+            }).build();
+        emit("started", fields());
+        int status = 0;
+        if (!done.await((long) (num(params, "wait", 30) * 1000), TimeUnit.MILLISECONDS)) {
+            synchronized (seen) {
+                emit("error", fields("error", "consumed " + consumed + " of " + expect));
+            }
+            status = 1;
+        }
+        Thread.sleep((long) (num(params, "linger", 0.5) * 1000));
+        consumer.close();
+        return status;
+    }
+
     public static void main(String[] args) throws Exception {
         JsonObject params = GSON.fromJson(new InputStreamReader(System.in, StandardCharsets.UTF_8), JsonObject.class);
         String op = text(params, "op");
         String topic = text(params, "topic");
-        JsonArray messages = params.getAsJsonArray("messages");
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(text(params, "endpoint"))
             .enableSsl(false).setRequestTimeout(Duration.ofSeconds(5)).build();
+        if ("consume".equals(op) || "push".equals(op)) {
+            int code;
+            try {
+                code = "push".equals(op) ? push(params, provider, config) : consume(params, provider, config);
+            } catch (Exception e) {
+                emit("error", fields("error", e.getClass().getSimpleName() + ": " + e.getMessage()));
+                code = 1;
+            }
+            System.exit(code);
+        }
+        JsonArray messages = params.getAsJsonArray("messages");
         Map<String, String> checkStates = new HashMap<>();
         Set<String> expected = new HashSet<>();
         for (JsonElement m : messages) {

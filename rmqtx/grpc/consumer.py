@@ -1,0 +1,160 @@
+"""The consumer side of the gRPC endpoint on the reactor: ReceiveMessage, AckMessage,
+ChangeInvisibleDuration and ForwardMessageToDeadLetterQueue as POP_MESSAGE, ACK_MESSAGE,
+CHANGE_MESSAGE_INVISIBLETIME and CONSUMER_SEND_MSG_BACK over the endpoint's loopback remoting
+connection, as Apache's proxy turns them into broker calls.
+
+A receipt handle is the message's POP_CK extra info plus its commit log offset, space separated,
+which is the layout of Apache 5.x's ReceiptHandle (the proxy appends the offset the same way).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rmqtx.client.message import MessageExt, decode_messages
+from rmqtx.client.pop import stamp_messages
+from rmqtx.client.util import java_fields
+from rmqtx.common import pop_keys as keys
+from rmqtx.remoting import RemotingCommand
+from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.headers import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    ConsumerSendMsgBackRequestHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
+
+if TYPE_CHECKING:
+    from rmqtx.grpc.backend import GrpcBackend
+
+#: Broker answers that mean "nothing to hand out now" (the proxy's MESSAGE_NOT_FOUND).
+_EMPTY = (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND, ResponseCode.NO_MESSAGE)
+#: When the request names none (a push consumer's auto renew), as Apache's proxy default.
+DEFAULT_INVISIBLE_MS = 60_000
+#: The broker keeps a long poll this much shorter than the client's deadline, so the answer arrives in time.
+DEADLINE_MARGIN_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiptHandle:
+    """POP_CK fields and the commit log offset (Apache's ReceiptHandle layout)."""
+
+    info: keys.ExtraInfo
+    extra: str
+    commit_log_offset: int
+
+    @classmethod
+    def decode(cls, text: str) -> "ReceiptHandle":
+        parts = text.split(" ")
+        if len(parts) < 8:
+            raise ValueError(f"receipt handle has {len(parts)} parts")
+        extra = " ".join(parts[:8])
+        return cls(keys.ExtraInfo.parse(extra), extra, int(parts[8]) if len(parts) > 8 else -1)
+
+    @staticmethod
+    def encode(extra: str, commit_log_offset: int) -> str:
+        return f"{extra} {commit_log_offset}"
+
+    def expired(self, now_ms: int) -> bool:
+        return self.info.pop_time + self.info.invisible_time <= now_ms
+
+
+def _grpc_error(code: str, message: str) -> Exception:
+    from rmqtx.grpc.backend import GrpcError
+
+    return GrpcError(code, message)
+
+
+def _broker_error(response: RemotingCommand) -> Exception:
+    from rmqtx.grpc.backend import _BROKER_CODES
+
+    code = _BROKER_CODES.get(response.code, "INTERNAL_SERVER_ERROR")
+    if response.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+        code = "CONSUMER_GROUP_NOT_FOUND"
+    elif response.code == ResponseCode.POLLING_FULL:
+        code = "TOO_MANY_REQUESTS"
+    return _grpc_error(code, response.remark or f"broker answered {response.code}")
+
+
+async def receive(backend: "GrpcBackend", group: str, topic: str, expression_type: str, expression: str,
+                  batch: int, invisible_ms: int, poll_ms: int, fifo: bool, attempt_id: str = "") -> list[MessageExt]:
+    """POP_MESSAGE from every queue of the topic (queueId -1, as the proxy pops); [] when nothing came."""
+    backend.topic_config(topic)
+    if batch <= 0:
+        raise _grpc_error("BAD_REQUEST", "batch_size must be positive")
+    header = PopMessageRequestHeader(group, topic, -1, min(batch, 32), invisible_ms, max(poll_ms, 0),
+                                     int(time.time() * 1000), keys.INIT_MAX, expression_type or "TAG",
+                                     expression or "*", fifo, attempt_id or None)
+    request = RemotingCommand.request(RequestCode.POP_MESSAGE, header.to_fields())
+    response = await backend._call(request, timeout=poll_ms / 1000 + 5)
+    if response.code in _EMPTY:
+        return []
+    if response.code != ResponseCode.SUCCESS:
+        raise _broker_error(response)
+    answer = PopMessageResponseHeader.from_command(response)
+    msgs = decode_messages(response.body or b"", backend.broker_name)
+    stamp_messages(msgs, topic, backend.broker_name, answer, fifo)
+    for msg in msgs:
+        msg.properties[keys.PROPERTY_POP_CK] = ReceiptHandle.encode(msg.properties[keys.PROPERTY_POP_CK],
+                                                                    msg.commit_log_offset)
+    return msgs
+
+
+def _parse_handle(text: str) -> ReceiptHandle:
+    try:
+        handle = ReceiptHandle.decode(text)
+    except ValueError as exc:
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", f"receipt handle {text!r} is not one this endpoint gave out: {exc}") from None
+    if handle.info.msg_offset is None:
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", "receipt handle without the message offset")
+    return handle
+
+
+async def ack(backend: "GrpcBackend", group: str, topic: str, receipt_handle: str) -> None:
+    """ACK_MESSAGE for one entry; INVALID_RECEIPT_HANDLE once its invisible time is over (as the proxy)."""
+    handle = _parse_handle(receipt_handle)
+    if handle.expired(int(time.time() * 1000)):
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", "the receipt handle has expired")
+    info = handle.info
+    header = AckMessageRequestHeader(group, keys.real_topic(topic, group, info.mark), info.queue_id, handle.extra,
+                                     info.msg_offset)
+    response = await backend._call(RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_fields()))
+    if response.code != ResponseCode.SUCCESS:
+        raise _broker_error(response)
+
+
+async def change_invisible(backend: "GrpcBackend", group: str, topic: str, receipt_handle: str,
+                           invisible_ms: int) -> str:
+    """CHANGE_MESSAGE_INVISIBLETIME; the new receipt handle names the broker's new checkpoint."""
+    handle = _parse_handle(receipt_handle)
+    if handle.expired(int(time.time() * 1000)):
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", "the receipt handle has expired")
+    info = handle.info
+    real = keys.real_topic(topic, group, info.mark)
+    header = ChangeInvisibleTimeRequestHeader(group, real, info.queue_id, handle.extra, info.msg_offset, invisible_ms)
+    response = await backend._call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_fields()))
+    if response.code != ResponseCode.SUCCESS:
+        raise _broker_error(response)
+    answer = ChangeInvisibleTimeResponseHeader.from_command(response)
+    extra = keys.extra_info(info.msg_offset, answer.popTime, answer.invisibleTime, answer.reviveQid, real,
+                            info.broker_name, info.queue_id, info.msg_offset)
+    return ReceiptHandle.encode(extra, handle.commit_log_offset)
+
+
+async def to_dead_letter(backend: "GrpcBackend", group: str, topic: str, receipt_handle: str, message_id: str,
+                         max_attempts: int) -> None:
+    """CONSUMER_SEND_MSG_BACK with delay level -1 (straight to %DLQ%group), then ACK, as the proxy does."""
+    handle = _parse_handle(receipt_handle)
+    if handle.commit_log_offset < 0:
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", "receipt handle without the commit log offset")
+    header = ConsumerSendMsgBackRequestHeader(offset=handle.commit_log_offset, group=group, delayLevel=-1,
+                                              originMsgId=message_id, originTopic=topic,
+                                              maxReconsumeTimes=max_attempts or None)
+    response = await backend._call(RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, java_fields(header)))
+    if response.code != ResponseCode.SUCCESS:
+        raise _broker_error(response)
+    await ack(backend, group, topic, receipt_handle)

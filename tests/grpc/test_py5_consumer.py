@@ -1,0 +1,103 @@
+"""The gRPC endpoint's consumer side with the official 5.x Python SDK's SimpleConsumer: receive and
+ack over POP, a message not acked comes back after its invisible duration, and a changed invisible
+duration is the one that counts."""
+
+from __future__ import annotations
+
+import time
+import unittest
+
+from tests.grpc.py5 import grpc_standalone, run_driver
+
+QUEUES = 4
+
+
+class Py5ConsumerTest(unittest.TestCase):
+    """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
+
+    def setUp(self) -> None:
+        self.server = grpc_standalone(messageDelayLevel="1s 1s 1s 1s 1s").start()
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        if not clean:
+            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+
+    def _topic(self, name: str) -> str:
+        topic = f"GRPCC_{name}_{int(time.time() * 1000) % 10**8}"
+        self.server.create_topic(topic, QUEUES)
+        return topic
+
+    def _send(self, topic: str, specs: list[dict]) -> dict[str, dict]:
+        events = run_driver({"op": "send", "endpoint": self.server.grpc, "topic": topic, "messages": specs})
+        return {e["body"]: e for e in events if e["event"] == "sent"}
+
+    def _consume(self, topic: str, group: str, expect: int, **params: object) -> list[dict]:
+        return run_driver({"op": "consume", "endpoint": self.server.grpc, "topic": topic, "group": group,
+                           "expect": expect, "wait": 40, **params}, timeout=90)
+
+    def test_receive_and_ack(self) -> None:
+        topic = self._topic("ack")
+        specs = [{"body": f"m{i}", "tag": "TagA", "keys": [f"k{i}"], "props": {"color": "red"}} for i in range(6)]
+        sent = self._send(topic, specs)
+        events = self._consume(topic, "GID_grpc_ack", 6, invisible=20)
+        recv = [e for e in events if e["event"] == "recv"]
+        self.assertEqual(sorted(e["body"] for e in recv), sorted(sent), "each message received once")
+        for e in recv:
+            self.assertEqual(e["msg_id"], sent[e["body"]]["msg_id"])
+            self.assertEqual(e["attempt"], 1)
+            self.assertEqual(e["tag"], "TagA")
+            self.assertEqual(e["props"].get("color"), "red")
+            self.assertNotIn("POP_CK", e["props"])
+            parts = e["handle"].split(" ")
+            self.assertEqual(len(parts), 9, f"POP_CK fields and the commit log offset: {e['handle']}")
+            self.assertEqual(parts[5], "broker-a")
+        self.assertEqual({e["body"] for e in events if e["event"] == "acked"}, set(sent))
+        # acked: a second consumer of the group gets nothing back, even after the invisible time
+        again = self._consume(topic, "GID_grpc_ack", 1, invisible=1, wait=4)
+        self.assertEqual([e for e in again if e["event"] == "recv"], [])
+
+    def test_unacked_comes_back(self) -> None:
+        topic = self._topic("back")
+        self._send(topic, [{"body": "lost"}, {"body": "fine"}])
+        started = time.time()
+        events = self._consume(topic, "GID_grpc_back", 2, invisible=2, actions={"lost": "skip_once"})
+        lost = [e for e in events if e["event"] == "recv" and e["body"] == "lost"]
+        self.assertEqual([e["attempt"] for e in lost], [1, 2], "delivered again, as its second attempt")
+        self.assertGreaterEqual(lost[1]["at"] - lost[0]["at"], 1.9, "not before its invisible duration")
+        self.assertEqual([e["body"] for e in events if e["event"] == "recv" and e["body"] == "fine"], ["fine"])
+        self.assertEqual({e["body"] for e in events if e["event"] == "acked"}, {"lost", "fine"})
+        self.assertLess(time.time() - started, 60)
+
+    def test_change_invisible_duration(self) -> None:
+        topic = self._topic("change")
+        self._send(topic, [{"body": "sooner"}, {"body": "keep"}])
+        events = self._consume(topic, "GID_grpc_change", 2, invisible=30, change_s=1,
+                               actions={"sooner": "change_once", "keep": "change_ack"})
+        sooner = [e for e in events if e["event"] == "recv" and e["body"] == "sooner"]
+        self.assertEqual([e["attempt"] for e in sooner], [1, 2])
+        self.assertLess(sooner[1]["at"] - sooner[0]["at"], 25, "back after the changed duration, not the first")
+        changed = {e["body"]: e for e in events if e["event"] == "changed"}
+        first = {e["body"]: e for e in events if e["event"] == "recv"}
+        self.assertNotEqual(changed["keep"]["handle"], first["keep"]["handle"], "a new receipt handle")
+        self.assertEqual({e["body"] for e in events if e["event"] == "acked"}, {"sooner", "keep"})
+        acked_keep = [e for e in events if e["event"] == "acked" and e["body"] == "keep"][0]
+        self.assertEqual(acked_keep["handle"], changed["keep"]["handle"], "acked with the new handle")
+
+    def test_push_consumer(self) -> None:
+        """The SDK's PushConsumer: QueryAssignment, ReceiveMessage, ack; a failed message comes back after
+        the backoff the settings gave it (delay level 3 here: 1 s), as its second attempt."""
+        topic = self._topic("push")
+        self._send(topic, [{"body": "p0"}, {"body": "p1"}, {"body": "p2"}])
+        events = run_driver({"op": "push", "endpoint": self.server.grpc, "topic": topic, "group": "GID_grpc_push",
+                             "expect": 3, "fail_once": ["p1"], "wait": 40}, timeout=90)
+        recv = [e for e in events if e["event"] == "recv"]
+        self.assertEqual(sorted({e["body"] for e in recv}), ["p0", "p1", "p2"])
+        self.assertEqual([e["attempt"] for e in recv if e["body"] == "p1"], [1, 2])
+        self.assertEqual({e["topic"] for e in recv}, {topic})
+
+
+if __name__ == "__main__":
+    unittest.main()
