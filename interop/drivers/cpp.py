@@ -182,6 +182,10 @@ class Members:
             consumer = PushConsumer(group, orderly=orderly, message_model=MessageModel[model])
             consumer.set_namesrv_addr(p["namesrv"])
             consumer.set_instance_name(f"{group}-{i}")
+            # one message per listener call, as Java's consumeMessageBatchMaxSize=1: the C++ wrapper stops at a
+            # batch's first failed message and sends the rest back unseen, so two retries pulled together
+            # would show the listener only one of them
+            consumer.set_message_batch_max_size(1)
             sign(consumer, p)
 
             def on_message(_consumer: Any, handle: Any, member: int = i) -> int:
