@@ -233,6 +233,9 @@ class MixedPairTest(unittest.TestCase):
 
     def _kill_and_fail_over(self, master, slave, slave_topics: Path) -> None:
         """SIGKILL the SYNC_MASTER under load; the acked messages on the slave; a consumer on the slave, then back."""
+        # a slave learns topics only from its periodic table sync (every 10 s, as Java's): before the kill
+        wait_until(lambda: slave_topics.exists() and TOPIC.encode() in slave_topics.read_bytes(), 30,
+                   "the topic synced to the slave")
         acked, codes = _load_until_killed(master, 1000)
         self.assertEqual(set(codes), {ResponseCode.SUCCESS}, "the slave was connected all along")
         data, stored = slave.commit_log_bytes(), master.commit_log_bytes()
@@ -242,7 +245,6 @@ class MixedPairTest(unittest.TestCase):
             self.assertEqual(data[offset:offset + rec.total_size], stored[offset:offset + rec.total_size])
         namesrv = self.cluster.namesrv
         wait_until(lambda: namesrv.broker_addrs() == {1: slave.addr}, 30, "the NameServer to drop the master")
-        wait_until(lambda: TOPIC.encode() in slave_topics.read_bytes(), 30, "the topic on the slave")
         self._start_consumer(120)
         first = {body for _, body in acked}
         wait_until(lambda: self._bodies() >= first, 60, "every acked message read from the slave", step=0.5)
