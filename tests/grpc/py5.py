@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import time
+import unittest
 from pathlib import Path
 
 from rmqtx.client.message import MessageExt, decode_messages
@@ -77,3 +78,26 @@ def wait_for_bodies(broker: str, topic: str, queues: int, bodies: set[str], time
         if bodies <= set(found) or time.monotonic() > deadline:
             return found
         time.sleep(0.1)
+
+
+class GrpcServerTest(unittest.TestCase):
+    """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
+
+    conf: dict[str, str] = {}
+    topic_prefix = "GRPC"
+    queues = 4
+
+    def setUp(self) -> None:
+        self.server = grpc_standalone(**self.conf).start()
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        if not clean:
+            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+
+    def _topic(self, name: str) -> str:
+        topic = f"{self.topic_prefix}_{name}_{int(time.time() * 1000) % 10**8}"
+        self.server.create_topic(topic, self.queues)
+        return topic

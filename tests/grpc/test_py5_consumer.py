@@ -7,28 +7,15 @@ from __future__ import annotations
 import time
 import unittest
 
-from tests.grpc.py5 import grpc_standalone, run_driver
+from tests.grpc.py5 import GrpcServerTest, run_driver
 
 QUEUES = 4
 
 
-class Py5ConsumerTest(unittest.TestCase):
+class Py5ConsumerTest(GrpcServerTest):
     """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
-
-    def setUp(self) -> None:
-        self.server = grpc_standalone(messageDelayLevel="1s 1s 1s 1s 1s").start()
-
-    def tearDown(self) -> None:
-        clean = self.server.stop()
-        log = self.server.log()
-        self.server.close()
-        if not clean:
-            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
-
-    def _topic(self, name: str) -> str:
-        topic = f"GRPCC_{name}_{int(time.time() * 1000) % 10**8}"
-        self.server.create_topic(topic, QUEUES)
-        return topic
+    conf = {"messageDelayLevel": "1s 1s 1s 1s 1s"}
+    topic_prefix = "GRPCC"
 
     def _send(self, topic: str, specs: list[dict]) -> dict[str, dict]:
         events = run_driver({"op": "send", "endpoint": self.server.grpc, "topic": topic, "messages": specs})

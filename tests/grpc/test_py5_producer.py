@@ -4,32 +4,17 @@ sends is read back over remoting, with the properties, queue and offsets a 4.x c
 from __future__ import annotations
 
 import time
-import unittest
 
 from rmqtx.common.javacompat import java_string_hash
-from tests.grpc.py5 import grpc_standalone, pull_topic, run_driver, wait_for_bodies
+from tests.grpc.py5 import GrpcServerTest, pull_topic, run_driver, wait_for_bodies
 
 QUEUES = 4
 
 
-class Py5ProducerTest(unittest.TestCase):
+class Py5ProducerTest(GrpcServerTest):
     """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
-
-    def setUp(self) -> None:
-        self.server = grpc_standalone(transactionCheckInterval="1000", transactionTimeOut="1000",
-                                      messageDelayLevel="1s 2s 3s 5s").start()
-
-    def tearDown(self) -> None:
-        clean = self.server.stop()
-        log = self.server.log()
-        self.server.close()
-        if not clean:
-            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
-
-    def _topic(self, name: str) -> str:
-        topic = f"GRPC_{name}_{int(time.time() * 1000) % 10**8}"
-        self.server.create_topic(topic, QUEUES)
-        return topic
+    conf = {"transactionCheckInterval": "1000", "transactionTimeOut": "1000", "messageDelayLevel": "1s 2s 3s 5s"}
+    topic_prefix = "GRPC"
 
     def test_normal(self) -> None:
         topic = self._topic("normal")
