@@ -278,6 +278,194 @@ release:
     return result;
 }
 
+/* parse_properties(text) -> dict: name\x01value items split on \x02, as Java's String.split reads
+ * them (trailing empty parts dropped, so only items of exactly two parts are kept). */
+static PyObject *parse_properties(PyObject *self, PyObject *arg) {
+    PyObject *out = PyDict_New();
+    if (!out || arg == Py_None) return out;
+    if (!PyUnicode_Check(arg)) { Py_DECREF(out); PyErr_SetString(PyExc_TypeError, "str expected"); return NULL; }
+    int kind = PyUnicode_KIND(arg);
+    const void *data = PyUnicode_DATA(arg);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(arg), start = 0;
+    while (start <= n) {
+        Py_ssize_t end = start;
+        while (end < n && PyUnicode_READ(kind, data, end) != 2) end++;
+        /* item [start, end): name up to the first \x01, value up to the next, then only \x01s */
+        Py_ssize_t s1 = start;
+        while (s1 < end && PyUnicode_READ(kind, data, s1) != 1) s1++;
+        if (s1 < end) {
+            Py_ssize_t s2 = s1 + 1;
+            while (s2 < end && PyUnicode_READ(kind, data, s2) != 1) s2++;
+            Py_ssize_t rest = s2;
+            while (rest < end && PyUnicode_READ(kind, data, rest) == 1) rest++;
+            if (s2 > s1 + 1 && rest == end) {
+                PyObject *k = PyUnicode_Substring(arg, start, s1);
+                PyObject *v = k ? PyUnicode_Substring(arg, s1 + 1, s2) : NULL;
+                if (!v || PyDict_SetItem(out, k, v) < 0) {
+                    Py_XDECREF(k); Py_XDECREF(v); Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(k); Py_DECREF(v);
+            }
+        }
+        start = end + 1;
+    }
+    return out;
+}
+
+/* index_put(buf, slot_num, index_num, count, begin_ts, key_hash, phy, store_ts) -> prev entry of the
+ * slot (0: none), or -1 when the file is full; writes the 20-byte entry and points the slot at it. */
+static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) { PyErr_SetString(PyExc_TypeError, "index_put takes 8 arguments"); return NULL; }
+    long long v[8];
+    for (int i = 1; i < 8; i++) {
+        v[i] = PyLong_AsLongLong(args[i]);
+        if (v[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    long long slot_num = v[1], index_num = v[2], count = v[3], begin_ts = v[4], key_hash = v[5], phy = v[6], ts = v[7];
+    if (count >= index_num) return PyLong_FromLong(-1);
+    if (slot_num <= 0 || count < 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); return NULL; }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_WRITABLE) < 0) return NULL;
+    long long slot = key_hash % slot_num;
+    if (slot < 0) slot += slot_num;  /* Python's modulo */
+    long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
+    if (slot_pos + 4 > buf.len || entry_pos + 20 > buf.len) {
+        PyBuffer_Release(&buf);
+        PyErr_SetString(PyExc_ValueError, "index entry outside the file");
+        return NULL;
+    }
+    unsigned char *b = buf.buf;
+    long long prev = be32(b + slot_pos);
+    if (prev <= 0 || prev > count) prev = 0;
+    long long diff = 0;
+    if (begin_ts > 0) {
+        long long d = ts - begin_ts;
+        diff = d >= 0 ? d / 1000 : -((-d + 999) / 1000);  /* floor division, as Python's // */
+        diff = diff > 0x7FFFFFFF ? 0x7FFFFFFF : diff < 0 ? 0 : diff;
+    }
+    unsigned char *e = b + entry_pos;
+    put32(e, (uint32_t)key_hash); put64(e + 4, (uint64_t)phy); put32(e + 12, (uint32_t)diff); put32(e + 16, (uint32_t)prev);
+    put32(b + slot_pos, (uint32_t)count);
+    PyBuffer_Release(&buf);
+    return PyLong_FromLongLong(prev);
+}
+
+static int parse_bool_text(PyObject *v, int *out) {
+    /* v.strip().lower() in ("true", "1") */
+    PyObject *s = PyObject_CallMethod(v, "strip", NULL);
+    if (!s) return -1;
+    PyObject *l = PyObject_CallMethod(s, "lower", NULL);
+    Py_DECREF(s);
+    if (!l) return -1;
+    *out = PyUnicode_Check(l) && (PyUnicode_CompareWithASCIIString(l, "true") == 0 || PyUnicode_CompareWithASCIIString(l, "1") == 0);
+    Py_DECREF(l);
+    return 0;
+}
+
+/* send_v2_values(ext) -> the 14 SendMessageRequestHeader values from SEND_MESSAGE_V2's short names,
+ * or None when a required one is missing or a number does not parse (the caller goes the generic way). */
+static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
+    if (!PyDict_Check(ext)) Py_RETURN_NONE;
+    static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
+    /* value kinds: 0 str as is (required), 1 int (required), 2 optional as is, 3 optional int, 4 bool */
+    static const int kinds[] = {0, 0, 0, 1, 1, 1, 1, 1, 2, 3, 4, 4, 3, 2};
+    PyObject *out = PyTuple_New(14);
+    if (!out) return NULL;
+    for (int i = 0; i < 14; i++) {
+        PyObject *v = PyDict_GetItemString(ext, names[i]);  /* borrowed */
+        PyObject *val = NULL;
+        switch (kinds[i]) {
+        case 0:
+            if (!v) goto fallback;
+            val = Py_NewRef(v);
+            break;
+        case 1:
+            if (!v) goto fallback;
+            val = PyNumber_Long(v);
+            if (!val) goto number_error;
+            break;
+        case 2:
+            val = Py_NewRef(v ? v : Py_None);
+            break;
+        case 3:
+            if (!v) { val = Py_NewRef(Py_None); break; }
+            val = PyNumber_Long(v);
+            if (!val) goto number_error;
+            break;
+        case 4: {
+            int b = 0;
+            if (v && parse_bool_text(v, &b) < 0) goto error;
+            val = Py_NewRef(b ? Py_True : Py_False);
+            break;
+        }
+        }
+        PyTuple_SET_ITEM(out, i, val);
+    }
+    return out;
+number_error:
+    if (!PyErr_ExceptionMatches(PyExc_ValueError)) goto error;
+    PyErr_Clear();
+fallback:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyObject *struct_error = NULL; /* struct.error: what the pure twin's pack raises out of range */
+
+/* binary_frame_head(code, lang, version, opaque, flag, remark: bytes, ext: dict | None, order, body_len)
+ * -> the frame's length prefix, type-and-length int and ROCKETMQ header, in one bytes */
+static PyObject *binary_frame_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) { PyErr_SetString(PyExc_TypeError, "binary_frame_head takes 9 arguments"); return NULL; }
+    long long v[5];
+    static const long long lo[5] = {-32768, 0, -32768, -2147483648LL, -2147483648LL};
+    static const long long hi[5] = {32767, 255, 32767, 2147483647LL, 2147483647LL};
+    for (int i = 0; i < 5; i++) {
+        v[i] = PyLong_AsLongLong(args[i]);
+        if (v[i] == -1 && PyErr_Occurred()) return NULL;
+        if (v[i] < lo[i] || v[i] > hi[i]) { PyErr_SetString(struct_error, "header field out of range"); return NULL; }
+    }
+    long long body_len = PyLong_AsLongLong(args[8]);
+    if (body_len == -1 && PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[5])) { PyErr_SetString(PyExc_TypeError, "remark must be bytes"); return NULL; }
+    PyObject *ext_bytes = NULL;
+    if (args[6] != Py_None && PyObject_IsTrue(args[6])) {
+        PyObject *ea[2] = {args[6], args[7]};
+        ext_bytes = encode_binary_ext(self, ea, 2);
+        if (!ext_bytes) return NULL;
+    }
+    Py_ssize_t rlen = PyBytes_GET_SIZE(args[5]), elen = ext_bytes ? PyBytes_GET_SIZE(ext_bytes) : 0;
+    Py_ssize_t hlen = 17 + rlen + 4 + elen;
+    long long total = 4 + hlen + body_len;
+    if (total > 2147483647LL || hlen > 0xFFFFFF) {
+        Py_XDECREF(ext_bytes);
+        PyErr_SetString(struct_error, "frame too long");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 + hlen);
+    if (!out) { Py_XDECREF(ext_bytes); return NULL; }
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    put32(p, (uint32_t)total);
+    put32(p + 4, (uint32_t)((1u << 24) | (uint32_t)hlen));
+    p += 8;
+    p[0] = (unsigned char)((uint16_t)v[0] >> 8); p[1] = (unsigned char)v[0];
+    p[2] = (unsigned char)v[1];
+    p[3] = (unsigned char)((uint16_t)v[2] >> 8); p[4] = (unsigned char)v[2];
+    put32(p + 5, (uint32_t)v[3]);
+    put32(p + 9, (uint32_t)v[4]);
+    put32(p + 13, (uint32_t)rlen);
+    p += 17;
+    memcpy(p, PyBytes_AS_STRING(args[5]), rlen);
+    p += rlen;
+    put32(p, (uint32_t)elen);
+    if (elen) memcpy(p + 4, PyBytes_AS_STRING(ext_bytes), elen);
+    Py_XDECREF(ext_bytes);
+    return out;
+}
+
 static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_XSETREF(frame_error, Py_NewRef(arg));
     Py_RETURN_NONE;
@@ -289,6 +477,10 @@ static PyMethodDef methods[] = {
     {"java_string_hash", java_string_hash, METH_O, "Java String.hashCode."},
     {"index_key_hash2", (PyCFunction)(void (*)(void))index_key_hash2, METH_FASTCALL, "Index key hash of prefix + key."},
     {"write_record", (PyCFunction)(void (*)(void))write_record, METH_FASTCALL, "Write one commit log record into a buffer."},
+    {"parse_properties", parse_properties, METH_O, "Message properties text to a dict, as Java splits it."},
+    {"index_put", (PyCFunction)(void (*)(void))index_put, METH_FASTCALL, "Write one index entry and link its hash slot."},
+    {"send_v2_values", send_v2_values, METH_O, "SEND_MESSAGE_V2 short-name fields to SendMessageRequestHeader values, or None."},
+    {"binary_frame_head", (PyCFunction)(void (*)(void))binary_frame_head, METH_FASTCALL, "Frame prefix and ROCKETMQ header of a command, in one bytes."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };
@@ -301,5 +493,10 @@ PyMODINIT_FUNC PyInit__accel(void) {
     crc32_fn = PyObject_GetAttrString(zlib, "crc32");
     Py_DECREF(zlib);
     if (!crc32_fn) return NULL;
+    PyObject *st = PyImport_ImportModule("struct");
+    if (!st) return NULL;
+    struct_error = PyObject_GetAttrString(st, "error");
+    Py_DECREF(st);
+    if (!struct_error) return NULL;
     return PyModule_Create(&module);
 }

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.application import service
 from twisted.internet import defer, task
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
-from rmqtx.acl.service import AclService, default_acl_path
 from rmqtx.broker.clients import ClientManager
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.context import BrokerContext
@@ -31,12 +30,15 @@ from rmqtx.console import ConsoleConfig, start_console
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
-from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory
+from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory, batch_writes
 from rmqtx.remoting.tls import TlsClientSettings, listening_factory
 from rmqtx.startup import StartupError, listen_failure, os_failure
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.mapped_file import StoreError
 from rmqtx.store.message_store import MessageStore
+
+if TYPE_CHECKING:
+    from rmqtx.acl.service import AclService
 
 log = Logger(namespace="rmqtx.broker")
 #: Java persists config/consumerFilter.json on a 10 s timer too.
@@ -62,7 +64,7 @@ class BrokerService(service.Service):
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
         self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
-        self.acl: AclService | None = None
+        self.acl: "AclService | None" = None
         self.console_config = ConsoleConfig.from_properties(config.properties)  # a bad value stops the start here
         self.console_port = None  # the web console and /metrics (rmqtx.console), when consolePort is set
 
@@ -81,6 +83,7 @@ class BrokerService(service.Service):
         cfg = self.config
         cfg.check_role()
         store = MessageStore(StoreConfig.from_properties(cfg.store_properties()))
+        store.flush.release_hook = batch_writes  # answers a group commit releases leave one write per connection
         topics = TopicConfigManager(cfg, cfg.storePathRootDir)
         clients = ClientManager(self._notify_consumers)
         offsets = ConsumerOffsetManager(cfg.storePathRootDir)
@@ -111,6 +114,8 @@ class BrokerService(service.Service):
         for processor_class in PROCESSORS:
             self.dispatcher.register_many(processor_class(ctx).table())
         if cfg.aclEnable:
+            from rmqtx.acl.service import AclService, default_acl_path  # only when on: it loads YAML
+
             self.acl = AclService(
                 default_acl_path(cfg.aclFilePath), lambda: (cfg.brokerClusterName, cfg.brokerName, cfg.broker_addr), self.reactor
             )
@@ -119,6 +124,7 @@ class BrokerService(service.Service):
         store.add_arrival_listener(holds.notify_arrival)
         store.add_arrival_listener(ctx.stats.on_arrival)
         store.add_arrival_listener(ctx.pop.holds.notify_arrival)
+        self.dispatcher.after_read.append(store.flush_arrivals)
         if cfg.enableCalcFilterBitMap:
             store.set_bitmap_calculator(filters.calc_bitmap)
         return ctx

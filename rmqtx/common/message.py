@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rmqtx.accel import accel
 from rmqtx.common.javacompat import hashmap_order
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -19,7 +20,7 @@ PROPERTY_REAL_QUEUE_ID = "REAL_QID"
 PROPERTY_MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
 
 
-def parse_properties(text: str | None) -> dict[str, str]:
+def parse_properties_py(text: str | None) -> dict[str, str]:
     """Properties string to a dict as Java's split does: items that are not ``name\x01value`` are skipped.
 
     A trailing separator (non-Java clients add one) is accepted.
@@ -34,6 +35,11 @@ def parse_properties(text: str | None) -> dict[str, str]:
         if len(pair) == 2:
             props[pair[0]] = pair[1]
     return props
+
+
+parse_properties = parse_properties_py
+if accel is not None:
+    parse_properties = accel.parse_properties  # noqa: F811
 
 
 def properties_to_string(props: dict[str, str]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from twisted.internet import defer, endpoints, protocol
+from twisted.internet import defer, protocol
 from twisted.internet.interfaces import IReactorTCP
 from twisted.logger import Logger
 
@@ -70,10 +70,16 @@ class RemotingClient:
             return waiter
         self._connecting[addr] = [waiter]
         host, port = split_addr(addr)
-        endpoint = endpoints.TCP4ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout)
-        if self.tls is not None:
-            endpoint = endpoints.wrapClientTLS(self.tls, endpoint)
-        d = endpoint.connect(_ClientFactory(self.dispatcher))
+        if self.tls is None:
+            # plain TCP without endpoints: importing them loads the TLS stack (OpenSSL) at start-up
+            d = protocol.ClientCreator(self.reactor, RemotingProtocol, self.dispatcher).connectTCP(
+                host, port, timeout=self.connect_timeout)
+        else:
+            from twisted.internet import endpoints
+
+            endpoint = endpoints.wrapClientTLS(
+                self.tls, endpoints.TCP4ClientEndpoint(self.reactor, host, port, timeout=self.connect_timeout))
+            d = endpoint.connect(_ClientFactory(self.dispatcher))
 
         def connected(proto: RemotingProtocol) -> None:
             self._connections[addr] = proto

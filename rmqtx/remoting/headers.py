@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from rmqtx.accel import accel
 from rmqtx.remoting.header import CommandHeader
 
 
@@ -48,17 +49,12 @@ _V2_LONG_NAMES = {long: short for short, long in V2_SHORT_NAMES.items()}
 _TRUE = ("true", "1")
 
 
-def send_header_from_v2(ext: dict[str, str] | None) -> SendMessageRequestHeader:
-    """Read a SEND_MESSAGE_V2 header (short names) as a SendMessageRequestHeader.
-
-    The common case (every required field present and well formed) is read in one go; anything
-    else goes the generic way, which raises the errors Java words.
-    """
-    ext = ext or {}
+def send_v2_values_py(ext: dict[str, str]) -> tuple | None:
+    """SendMessageRequestHeader's values from well-formed V2 fields, or None (missing field, bad number)."""
     get = ext.get
     try:
         j, k, l, m = get("j"), get("k"), get("l"), get("m")
-        return SendMessageRequestHeader(
+        return (
             ext["a"], ext["b"], ext["c"], int(ext["d"]), int(ext["e"]), int(ext["f"]), int(ext["g"]),
             int(ext["h"]), get("i"),
             None if j is None else int(j),
@@ -68,7 +64,24 @@ def send_header_from_v2(ext: dict[str, str] | None) -> SendMessageRequestHeader:
             get("n"),
         )
     except (KeyError, ValueError):
-        pass
+        return None
+
+
+send_v2_values = send_v2_values_py
+if accel is not None:
+    send_v2_values = accel.send_v2_values  # noqa: F811
+
+
+def send_header_from_v2(ext: dict[str, str] | None) -> SendMessageRequestHeader:
+    """Read a SEND_MESSAGE_V2 header (short names) as a SendMessageRequestHeader.
+
+    The common case (every required field present and well formed) is read in one call; anything
+    else goes the generic way, which raises the errors Java words.
+    """
+    ext = ext or {}
+    values = send_v2_values(ext)
+    if values is not None:
+        return SendMessageRequestHeader(*values)
     return SendMessageRequestHeader.from_fields(
         {V2_SHORT_NAMES[k]: v for k, v in ext.items() if k in V2_SHORT_NAMES}
     )

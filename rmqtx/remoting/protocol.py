@@ -61,6 +61,9 @@ class Dispatcher:
         self.processors: dict[int, Handler] = {}
         self.on_open: list[Callable[["RemotingProtocol"], None]] = []
         self.on_close: list[Callable[["RemotingProtocol"], None]] = []
+        #: Run at the end of each read, after its frames are handled and before their answers are
+        #: written (the broker tells long polling about the read's puts once, not per message).
+        self.after_read: list[Callable[[], None]] = []
         #: One pre-dispatch check (the broker's ACL): returns a refusal to answer, or None to go on.
         self.guard: Callable[[RemotingCommand, "RemotingProtocol"], RemotingCommand | None] | None = None
 
@@ -213,6 +216,13 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
             self._unprocessed = buf[pos:] if pos else buf
         finally:
             if outer:
+                dispatcher = self.dispatcher
+                if dispatcher is not None and dispatcher.after_read:
+                    for fn in dispatcher.after_read:
+                        try:
+                            fn()
+                        except Exception:
+                            log.failure("after-read hook failed")
                 self._flush_out()
 
     def _flush_out(self) -> None:
@@ -249,9 +259,26 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         if not self.closed:
             out = self._out
             if out is None:
-                self.transport.writeSequence(encode_frame_parts(cmd))
-            else:
-                out += encode_frame_parts(cmd)
+                held = _held
+                if held is None:
+                    self.transport.writeSequence(encode_frame_parts(cmd))
+                    return
+                self._out = out = []
+                held.append(self)
+            out += encode_frame_parts(cmd)
+
+    def send_frame(self, frame: bytes) -> None:
+        """Write one already encoded frame (an answer built straight into bytes), as :meth:`send` would."""
+        if not self.closed:
+            out = self._out
+            if out is None:
+                held = _held
+                if held is None:
+                    self.transport.write(frame)
+                    return
+                self._out = out = []
+                held.append(self)
+            out.append(frame)
 
     def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
         """Send ``response`` to ``request`` unless the request was oneway."""
@@ -316,6 +343,28 @@ class RemotingServerFactory(protocol.ServerFactory):
 
 def is_connection_error(failure: Failure) -> bool:
     return failure.check(error.ConnectionError, ConnectionClosedError) is not None
+
+
+_held: list[RemotingProtocol] | None = None  # connections whose writes batch_writes holds
+
+
+def batch_writes(fn: Callable[[], None]) -> None:
+    """Run ``fn`` holding every connection's writes, then send each connection's in one write.
+
+    For answers released together outside a read (a group commit covering many sends): one
+    socket write per connection instead of one Twisted write per answer and a later poll.
+    """
+    global _held
+    if _held is not None:  # nested: the outer call sends
+        fn()
+        return
+    _held = held = []
+    try:
+        fn()
+    finally:
+        _held = None
+        for conn in held:
+            conn._flush_out()
 
 
 def _send_now(transport: object, parts: list[bytes]) -> bool:

@@ -121,6 +121,9 @@ def _binary_order(fast_keys: tuple[str, ...], keys: tuple[str, ...]) -> tuple[st
     return tuple(fast) + hashmap_order(rest)
 
 
+binary_ext_order = _binary_order  # for callers that build ROCKETMQ frames themselves (binary_frame_head)
+
+
 def _binary_ext_order(cmd: RemotingCommand) -> tuple[str, ...]:
     ext = cmd.ext_fields
     if not ext:
@@ -193,12 +196,23 @@ def decode_binary_fields(data: bytes) -> tuple[int, int, int, int, int, str | No
     return code, lang, version, opaque, flag, remark, ext
 
 
+def binary_frame_head(code: int, lang: int, version: int, opaque: int, flag: int, remark: bytes,
+                      ext: dict[str, str] | None, order: tuple[str, ...], body_len: int) -> bytes:
+    """A ROCKETMQ-header frame up to its body: length prefix, type-and-length int, header."""
+    ext_bytes = encode_binary_ext(ext, order) if ext else b""
+    header = b"".join((_BINARY_HEAD.pack(code, lang, version, opaque, flag, len(remark)), remark,
+                       _INT.pack(len(ext_bytes)), ext_bytes))
+    return _PREFIX.pack(4 + len(header) + body_len, (_ROCKETMQ << 24) | len(header)) + header
+
+
 decode_binary_fields_py = decode_binary_fields
 encode_binary_ext_py = encode_binary_ext
+binary_frame_head_py = binary_frame_head
 if accel is not None:
     accel.configure(FrameError)
     decode_binary_fields = accel.decode_binary_fields  # noqa: F811
     encode_binary_ext = accel.encode_binary_ext  # noqa: F811
+    binary_frame_head = accel.binary_frame_head  # noqa: F811
 
 
 def decode_binary_header(data: bytes) -> RemotingCommand:
@@ -227,12 +241,16 @@ def encode_header(cmd: RemotingCommand) -> tuple[int, bytes]:
 
 def encode_frame_parts(cmd: RemotingCommand) -> list[bytes]:
     """A frame as pieces for ``writeSequence``: no copy of a large body."""
+    body = cmd.body
     if cmd.serialize_type == SerializeType.ROCKETMQ and -32768 <= cmd.code <= 32767:
-        stype, header = _ROCKETMQ, encode_binary_header(cmd)
-    else:
-        stype, header = _JSON, encode_json_header(cmd)
-    body = cmd.body or b""
-    prefix = _PREFIX.pack(4 + len(header) + len(body), (stype << 24) | len(header))
+        ext = cmd.ext_fields
+        head = binary_frame_head(cmd.code, _LANGUAGE_CODES.get(cmd.language, _OTHER), cmd.version, cmd.opaque,
+                                 cmd.flag, cmd.remark.encode() if cmd.remark else b"", ext,
+                                 _binary_order(cmd.fast_keys, tuple(ext)) if ext else (), len(body) if body else 0)
+        return [head, body] if body else [head]
+    header = encode_json_header(cmd)
+    body = body or b""
+    prefix = _PREFIX.pack(4 + len(header) + len(body), (_JSON << 24) | len(header))
     return [prefix, header, body] if body else [prefix, header]
 
 

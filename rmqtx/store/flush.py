@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +51,15 @@ class FlushService:
         self._logics_busy = False
         self._kick: Any = None
         self._loops: list[LoopingCall] = []
+        #: called with a thunk that releases flushed waiters: the broker wraps it so that every
+        #: connection's answers leave in one write (see rmqtx.remoting.protocol.batch_writes)
+        self.release_hook: Any = None
+        # the group commit thread (SYNC_FLUSH): it syncs back to back while the commit log grows
+        self._thread: threading.Thread | None = None
+        self._wake = threading.Event()
+        self._idle = True
+        self._token: object | None = None  # the running commit thread's; it stops when this changes
+        self._stuck: tuple[int, float, int] | None = None  # (flushed, since, covered) for the timeout watch
         self._last_thorough = float("-inf")  # ms; the first consume queue flush syncs everything
 
     def start(self, reactor: Any) -> None:
@@ -57,6 +67,12 @@ class FlushService:
         cfg = self.store.config
         if not cfg.sync_flush:
             self._loop(self._async_tick, cfg.flush_interval_commit_log)
+        else:
+            self._token = token = object()
+            self._thread = threading.Thread(target=self._commit_loop, args=(token,), name="rmqtx-group-commit",
+                                            daemon=True)
+            self._thread.start()
+            self._loop(self._watch, min(1000, max(10, cfg.sync_flush_timeout // 4)))
         self._loop(self._logics_tick, cfg.flush_interval_consume_queue)
 
     def _loop(self, fn: Any, interval_ms: int) -> None:
@@ -73,6 +89,9 @@ class FlushService:
         if self._kick is not None and self._kick.active():
             self._kick.cancel()
         self._kick = None
+        self._token = None
+        self._wake.set()
+        self._thread = None
 
     def _in_thread(self, fn: Any, *args: Any) -> Deferred:
         return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), fn, *args)
@@ -116,38 +135,84 @@ class FlushService:
         if offset <= q.flushed_where:
             fn(True, arg)
             return
-        if self.reactor is None:  # not started (offline use): sync inline
+        if self.reactor is None or self._thread is None:  # not started (offline use): sync inline
             self.flush_commit_log_now()
             fn(True, arg)
             return
         self._waiters.append((offset, fn, arg))
-        if not self._cl_busy and self._kick is None:
-            self._kick = self.reactor.callLater(0, self._group_commit)
+        if self._idle and self._kick is None:
+            # woken at the end of this reactor turn, so every frame of the read shares the sync
+            self._kick = self.reactor.callLater(0, self._wake_committer)
 
-    def _group_commit(self) -> None:
-        """One sync for every put waiting now; puts arriving meanwhile share the next one."""
+    def _wake_committer(self) -> None:
         self._kick = None
-        job = self._flush_commit_log()
-        if job is None:
-            self._release_waiters()
-            return
-        timer = self.reactor.callLater(self.store.config.sync_flush_timeout / 1000.0, self._timeout,
-                                       self.store.commitlog.queue.max_offset)
+        self._idle = False
+        self._wake.set()
 
-        def after(result: Any) -> None:
-            if timer.active():
-                timer.cancel()
-            if isinstance(result, Failure):
-                log.error("commit log sync failed: %s", result.value)
-            self._release_waiters()
-            if self._waiters and self._kick is None and self.reactor is not None:
-                self._kick = self.reactor.callLater(0, self._group_commit)
-        job.addBoth(after)
+    def _commit_loop(self, token: object) -> None:
+        """The group commit thread: sync up to the commit log's end, hand the offset to the reactor,
+        and go again at once while puts keep coming (their appends overlap the running sync)."""
+        q = self.store.commitlog.queue
+        cl = self.store.commitlog
+        synced_to = q.flushed_where
+        while self._token is token:
+            target = q.max_offset
+            if target <= synced_to:
+                self._idle = True
+                target = q.max_offset  # again after the flag: a put in between saw busy and did not wake us
+                if target <= synced_to:
+                    self._wake.wait(1.0)
+                    self._wake.clear()
+                    if q.flushed_where > synced_to:  # synced by someone else (shutdown, offline flush)
+                        synced_to = q.flushed_where
+                    continue
+                self._idle = False
+            ts = cl.last_store_timestamp
+            files = [mf for mf in q.files[-4:] if mf.end_offset > synced_to]
+            self.sync_count += 1
+            try:
+                _sync_all(files)
+            except Exception as exc:  # a failing disk: the watch times the waiters out
+                log.error("commit log sync failed: %s", exc)
+                self._wake.wait(0.1)
+                continue
+            synced_to = target
+            try:
+                self.reactor.callFromThread(self._synced, target, ts)
+            except Exception:  # the reactor is gone (shutdown)
+                return
+
+    def _synced(self, target: int, ts: int) -> None:
+        q = self.store.commitlog.queue
+        if target > q.flushed_where:
+            q.flushed_where = target
+        if ts > self.flushed_store_ts:
+            self.flushed_store_ts = ts
+        if self._waiters:
+            hook = self.release_hook
+            if hook is None:
+                self._release_waiters()
+            else:
+                hook(self._release_waiters)
 
     def _release_waiters(self) -> None:
         flushed = self.store.commitlog.queue.flushed_where
-        while self._waiters and self._waiters[0][0] <= flushed:
-            _call(self._waiters.popleft(), True)
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= flushed:
+            _call(waiters.popleft(), True)
+
+    def _watch(self) -> None:
+        """FLUSH_DISK_TIMEOUT for puts whose sync has not moved for syncFlushTimeout (a stalled disk)."""
+        if not self._waiters:
+            self._stuck = None
+            return
+        q = self.store.commitlog.queue
+        now = self.reactor.seconds()
+        if self._stuck is None or self._stuck[0] != q.flushed_where:
+            self._stuck = (q.flushed_where, now, q.max_offset)
+        elif now - self._stuck[1] >= self.store.config.sync_flush_timeout / 1000.0:
+            self._timeout(self._stuck[2])
+            self._stuck = None
 
     def _timeout(self, covered: int) -> None:
         while self._waiters and self._waiters[0][0] <= covered:

@@ -9,6 +9,8 @@ import time
 from concurrent.futures import Executor, Future
 from typing import Callable
 
+from rmqtx.accel import accel
+
 from . import record as R
 from .mapped_file import MappedFile, StoreError, remove_leftovers, retire
 
@@ -20,6 +22,30 @@ SLOT = struct.Struct(">i")
 HEADER_SIZE = 40
 _NAME = re.compile(r"^\d{17}$")
 _INT_MAX = 0x7FFFFFFF
+
+
+def index_put_py(buf, slot_num: int, index_num: int, count: int, begin_ts: int, key_hash: int, phy: int,
+              store_ts: int) -> int:
+    """Write entry ``count`` and point its hash slot at it: the slot's previous entry (0: none), -1 if full."""
+    if count >= index_num:
+        return -1
+    slot_pos = HEADER_SIZE + (key_hash % slot_num) * 4
+    prev = SLOT.unpack_from(buf, slot_pos)[0]
+    if prev <= 0 or prev > count:
+        prev = 0
+    if begin_ts <= 0:
+        diff = 0
+    else:
+        diff = (store_ts - begin_ts) // 1000
+        diff = _INT_MAX if diff > _INT_MAX else 0 if diff < 0 else diff
+    ENTRY.pack_into(buf, HEADER_SIZE + slot_num * 4 + count * 20, key_hash, phy, diff, prev)
+    SLOT.pack_into(buf, slot_pos, count)
+    return prev
+
+
+index_put = index_put_py
+if accel is not None:
+    index_put = accel.index_put  # noqa: F811
 
 
 def index_file_name(ms: float) -> str:
@@ -70,20 +96,9 @@ class IndexFile:
     def put_key(self, key_hash: int, phy: int, store_ts: int) -> bool:
         """Add one entry at the head of its slot's chain; False when the file is full."""
         count = self.index_count
-        if count >= self.index_num:
+        prev = index_put(self.mm, self.slot_num, self.index_num, count, self.begin_ts, key_hash, phy, store_ts)
+        if prev < 0:
             return False
-        mm = self.mm
-        slot_pos = HEADER_SIZE + (key_hash % self.slot_num) * 4
-        prev = SLOT.unpack_from(mm, slot_pos)[0]
-        if prev <= 0 or prev > count:
-            prev = 0
-        if self.begin_ts <= 0:
-            diff = 0
-        else:
-            diff = (store_ts - self.begin_ts) // 1000
-            diff = _INT_MAX if diff > _INT_MAX else 0 if diff < 0 else diff
-        ENTRY.pack_into(mm, self.entries_pos + count * 20, key_hash, phy, diff, prev)
-        SLOT.pack_into(mm, slot_pos, count)
         if count <= 1:
             self.begin_phy = phy
             self.begin_ts = store_ts

@@ -80,6 +80,10 @@ class MessageStore:
         self.dispatched_ts = 0
         self.disk_full = False
         self._listeners: list[Callable[[str, int, int], None]] = []
+        # queues grown since the listeners last heard (told once per reactor turn, as Java's reput
+        # thread tells long polling after dispatch): (topic, queue id) -> new max offset
+        self._arrived: dict[tuple[str, int], int] = {}
+        self._arrival_call = None
         self._delay_levels = R.parse_delay_levels(config.message_delay_level)
         self._lock_fd: int | None = None
         self._running = False
@@ -211,6 +215,8 @@ class MessageStore:
         if not self._running:
             return
         self._running = False
+        self.flush_arrivals()
+        self._reactor = None
         self.retention.stop()
         self.flush.stop()
         self._write_waiting()
@@ -286,13 +292,28 @@ class MessageStore:
         if app is not None:
             self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
             if self._listeners and cq is not None:
-                new_max = cq.max_offset
-                for fn in self._listeners:
-                    try:
-                        fn(msg.topic, msg.queue_id, new_max)
-                    except Exception:
-                        log.exception("arrival listener failed")
+                self._arrive(msg.topic, msg.queue_id, app.queue_offset + 1)
         return res
+
+    def _arrive(self, topic: str, queue_id: int, new_max: int) -> None:
+        arrived = self._arrived
+        if not arrived and self._reactor is not None:
+            self._arrival_call = self._reactor.callLater(0, self.flush_arrivals)
+        arrived[(topic, queue_id)] = new_max
+        if self._reactor is None:  # not started (offline use, tests): at once
+            self.flush_arrivals()
+
+    def flush_arrivals(self) -> None:
+        """Tell the arrival listeners about every queue grown since the last time, once each: at the
+        end of the reactor turn, or sooner from whoever knows a batch of puts is over (the end of a read)."""
+        if not self._arrived:
+            return
+        call, self._arrival_call = self._arrival_call, None
+        if call is not None and call.active():
+            call.cancel()
+        arrived, self._arrived = self._arrived, {}
+        for (topic, queue_id), new_max in arrived.items():
+            self._notify(topic, queue_id, new_max)
 
     def put_messages(self, batch: BatchToStore) -> Deferred:
         """Write a client batch as consecutive records; one result for all (comma-joined ids)."""
@@ -308,7 +329,7 @@ class MessageStore:
                 self._dispatch(batch.topic, cq, res.store_timestamp, batch.sys_flag, app, None)
             if apps:
                 if self._listeners and cq is not None:
-                    self._notify(batch.topic, batch.queue_id, cq.max_offset)
+                    self._arrive(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
                     return self._await_flush(res)
         return succeed(res)

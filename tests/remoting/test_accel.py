@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rmqtx import accel as accel_mod
-from rmqtx.common import javacompat
-from rmqtx.remoting import serializer
+from rmqtx.common import javacompat, message
+from rmqtx.remoting import headers, serializer
+from rmqtx.store import index
 from rmqtx.store import record as R
 from tests.fixtures import java_frames
 
@@ -140,3 +141,72 @@ class SameResults(unittest.TestCase):
     def test_record_that_does_not_fit_is_refused(self) -> None:
         with self.assertRaises(ValueError):
             C.write_record(bytearray(10), 0, 100, 0, 0, 0, 0, 0, 0, b"\x7f\0\0\1", 1, 0, b"\x7f\0\0\1", 1, 0, 0, b"x" * 20, b"t", b"")
+
+
+prop_text = st.lists(st.sampled_from(["\x01", "\x02", "a", "K", "", "é", "v1", "\x01\x01", "UNIQ_KEY"]), max_size=16).map("".join)
+
+
+@unittest.skipIf(C is None, "rmqtx._accel not built (Availability says whether it should be)")
+class SameSendPathResults(unittest.TestCase):
+    """The send path's compiled calls: properties parse, V2 header values, index entries."""
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.one_of(prop_text, st.text(max_size=40), st.none()))
+    def test_properties(self, text) -> None:
+        self.assertEqual(C.parse_properties(text), message.parse_properties_py(text))
+
+    def test_properties_as_java_splits_them(self) -> None:
+        for text, expected in [("a\x01b\x02c\x01d", {"a": "b", "c": "d"}), ("a\x01b\x02", {"a": "b"}),
+                               ("a\x01b\x01\x01", {"a": "b"}), ("a\x01\x01b", {}), ("\x01b", {"": "b"}),
+                               ("a\x01", {}), ("a", {}), ("", {}), ("a\x01b\x02a\x01c", {"a": "c"})]:
+            self.assertEqual(C.parse_properties(text), expected, repr(text))
+            self.assertEqual(message.parse_properties_py(text), expected, repr(text))
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.dictionaries(st.sampled_from(list("abcdefghijklmnz")),
+                           st.one_of(st.sampled_from(["0", "12", " 7", "-3", "1_0", "x", "", "true", " TRUE ", "1", "False"]),
+                                     st.text(max_size=5)), max_size=15))
+    def test_send_v2_values(self, ext) -> None:
+        self.assertEqual(_outcome_any(C.send_v2_values, ext), _outcome_any(headers.send_v2_values_py, ext))
+
+    def test_send_v2_values_of_a_java_send(self) -> None:
+        ext = {"a": "PG", "b": "T", "c": "TBW102", "d": "4", "e": "3", "f": "0", "g": "1795264935148", "h": "0",
+               "i": "UNIQ_KEY\x01X\x02WAIT\x01true", "j": "0", "k": "false", "l": "16", "m": "false"}
+        values = C.send_v2_values(ext)
+        self.assertEqual(values, headers.send_v2_values_py(ext))
+        self.assertEqual(values, ("PG", "T", "TBW102", 4, 3, 0, 1795264935148, 0, ext["i"], 0, False, False, 16, None))
+        self.assertIsNone(C.send_v2_values({k: v for k, v in ext.items() if k != "b"}))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.integers(0, 2**31 - 1), st.integers(0, 2**62), st.integers(-10**7, 10**12)),
+                    min_size=1, max_size=40),
+           st.integers(1, 7), st.integers(1, 30), st.integers(-5, 10**12))
+    def test_index_entries(self, puts, slot_num, index_num, begin_ts) -> None:
+        size = 40 + slot_num * 4 + index_num * 20
+        buf_c, buf_py = bytearray(size), bytearray(size)
+        for count, (key_hash, phy, ts) in enumerate(puts, start=1):
+            args = (slot_num, index_num, count, begin_ts, key_hash, phy, ts)
+            self.assertEqual(C.index_put(buf_c, *args), index.index_put_py(buf_py, *args))
+        self.assertEqual(buf_c, buf_py)
+
+
+def _outcome_any(fn, *args):
+    try:
+        return "ok", fn(*args)
+    except Exception as exc:  # the same exception type is part of the contract
+        return "raised", type(exc)
+
+
+@unittest.skipIf(C is None, "rmqtx._accel not built (Availability says whether it should be)")
+class SameFrameHeads(unittest.TestCase):
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-32768, 32767), st.integers(0, 255), st.integers(-32768, 32767), ints32, ints32, st.binary(max_size=30),
+           st.dictionaries(texts, texts, max_size=6), st.integers(0, 10**6))
+    def test_binary_frame_heads(self, code, lang, version, opaque, flag, remark, ext, body_len) -> None:
+        args = (code, lang, version, opaque, flag, remark, ext or None, tuple(ext), body_len)
+        self.assertEqual(C.binary_frame_head(*args), serializer.binary_frame_head_py(*args))
+
+    def test_out_of_range_fails_alike(self) -> None:
+        for bad in [(40000, 0, 0, 0, 0), (1, 256, 0, 0, 0), (1, 0, 0, 2**31, 0)]:
+            args = (*bad, b"", None, (), 0)
+            self.assertEqual(_outcome_any(C.binary_frame_head, *args), _outcome_any(serializer.binary_frame_head_py, *args))

@@ -26,10 +26,11 @@ from rmqtx.common.message import (
     parse_properties,
     properties_to_string,
 )
-from rmqtx.remoting.codes import RESPONSE_FLAG, RequestCode, ResponseCode
+from rmqtx.remoting.codes import CURRENT_VERSION, ONEWAY_FLAG, RESPONSE_FLAG, LanguageCode, RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
 from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.remoting.serializer import binary_ext_order, binary_frame_head
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
 
 #: Topics clients may not send to directly.
@@ -203,11 +204,37 @@ class SendProcessor:
             # acknowledged only once durable: the answer is written when the group commit covers it
             store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue))
             return None
+        code = _STORED_CODES.get(result.status)
+        if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
+            conn.send_frame(self._answer_frame(code, result, request, reply_queue))
+            return None
         return self._answer(result, request, reply_queue)
 
     def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
         request, conn, queue_id = waiting
-        conn.answer(request, self._answer(result, request, queue_id))
+        code = _STORED_CODES.get(result.status)
+        if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
+            conn.send_frame(self._answer_frame(code, result, request, queue_id))
+        else:
+            conn.answer(request, self._answer(result, request, queue_id))
+
+    def _stored_fields(self, result: PutResult, queue_id: int) -> dict[str, str]:
+        """SendMessageResponseHeader's fields plus the two Java adds with addExtField."""
+        cfg = self.ctx.config
+        return {
+            "MSG_REGION": cfg.regionId,
+            "TRACE_ON": "true" if cfg.traceOn else "false",
+            "msgId": result.msg_id,
+            "queueId": str(queue_id),
+            "queueOffset": str(result.queue_offset),
+        }
+
+    def _answer_frame(self, code: int, result: PutResult, request: RemotingCommand, queue_id: int) -> bytes:
+        """The answer to a stored message of a ROCKETMQ-header request, straight into frame bytes:
+        exactly what encoding :meth:`_answer`'s command gives, without building it."""
+        fields = self._stored_fields(result, queue_id)
+        return binary_frame_head(code, _JAVA, CURRENT_VERSION, request.opaque, RESPONSE_FLAG,
+                                 b"", fields, _RESPONSE_ORDER, 0)
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
         """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
@@ -226,18 +253,9 @@ class SendProcessor:
         status = result.status
         code = _STORED_CODES.get(status)
         if code is not None:
-            cfg = self.ctx.config
-            # SendMessageResponseHeader's fields plus the two Java adds with addExtField
-            fields = {
-                "MSG_REGION": cfg.regionId,
-                "TRACE_ON": "true" if cfg.traceOn else "false",
-                "msgId": result.msg_id,
-                "queueId": str(queue_id),
-                "queueOffset": str(result.queue_offset),
-            }
             return RemotingCommand(
                 code,
-                ext_fields=fields,
+                ext_fields=self._stored_fields(result, queue_id),
                 opaque=request.opaque,
                 flag=RESPONSE_FLAG,
                 serialize_type=request.serialize_type,
@@ -263,5 +281,8 @@ _BORN_HOST = "send.born_host"
 _T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
+_RESPONSE_ORDER = binary_ext_order(_RESPONSE_FAST_KEYS, ("MSG_REGION", "TRACE_ON", "msgId", "queueId", "queueOffset"))
+_ROCKETMQ = SerializeType.ROCKETMQ
+_JAVA = int(LanguageCode.JAVA)
 
 __all__ = ["SendProcessor"]
