@@ -424,7 +424,7 @@ class FlushTest(unittest.TestCase):
         end = r.wrote_offset + r.wrote_bytes
         cp = self.store.checkpoint
         yield defer.ensureDeferred(wait_until(lambda: self.store.commitlog.queue.flushed_where == end and cp.physic_ts > 0
-                                              and cp.logics_ts > 0, timeout=5))
+                                              and cp.logics_ts > 0, timeout=30))
         self.assertEqual(self.store.commitlog.queue.flushed_where, end)
         self.assertGreater(self.store.checkpoint.physic_ts, 0)
         self.assertGreater(self.store.checkpoint.logics_ts, 0)
