@@ -250,11 +250,13 @@ func handle(member int, consumer rmq.SimpleConsumer, view *rmq.MessageView, c co
 	return nil
 }
 
-// push is op "push" on a SimpleConsumer, as golang/v5 5.1.2 has no PushConsumer: a failed delivery
-// is left un-acked, so it comes back after its invisible duration (the broker's retry) with one
-// more delivery attempt, and past the group's max attempts the broker puts it in %DLQ%group, as it
-// does for a PushConsumer that fails it. fail_once bodies fail their first delivery, fail_always
-// bodies every one (done after attempts deliveries); done at expect bodies, then linger.
+// push is op "push" on a SimpleConsumer, as golang/v5 5.1.2 has no PushConsumer (5.1.3 has): a
+// failed delivery is left un-acked, so it comes back after its invisible duration with one more
+// delivery attempt, and past the group's retryMaxTimes + 1 attempts it goes to %DLQ%group (Apache's
+// proxy forwards it when a receive pops it again, rmqtx's broker when the last invisible time runs
+// out), where a PushConsumer would forward it itself. fail_once bodies fail their first delivery,
+// fail_always bodies every one (done after attempts deliveries); done at expect bodies, then it
+// goes on receiving for linger seconds.
 func push(p params, c consumeParams) error {
 	consumer, err := newSimpleConsumer(p, consumeParams{Group: c.Group, Await: c.Await})
 	if err != nil {
@@ -272,7 +274,20 @@ func push(p params, c consumeParams) error {
 	t := newTally(c.Expect)
 	deadline := time.Now().Add(seconds(orDefault(p.Wait, 30)))
 	invisible := seconds(orDefault(c.Invisible, 2))
-	for !t.isDone() && time.Now().Before(deadline) {
+	linger := 0.5
+	if c.Linger != nil {
+		linger = *c.Linger
+	}
+	var lingerEnd time.Time // done, it goes on receiving for linger seconds, as a push consumer would
+	for time.Now().Before(deadline) {
+		if t.isDone() {
+			if lingerEnd.IsZero() {
+				lingerEnd = time.Now().Add(seconds(linger))
+			}
+			if !time.Now().Before(lingerEnd) {
+				break
+			}
+		}
 		views, err := receive(consumer, 16, invisible)
 		if err != nil {
 			return err
@@ -299,10 +314,5 @@ func push(p params, c consumeParams) error {
 	if !t.isDone() {
 		return fmt.Errorf("consumed %v of %d", t.finished(), c.Expect)
 	}
-	linger := 0.5
-	if c.Linger != nil {
-		linger = *c.Linger
-	}
-	time.Sleep(seconds(linger)) // as the push drivers, which let the SDK ack or forward after the listener
 	return nil
 }
