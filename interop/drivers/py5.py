@@ -113,7 +113,7 @@ class Java5GrpcDriver(Py5Driver):
         return None
 
 
-#: The consumer scenarios the py5 and java5grpc drivers run and the node5/go5 drivers do not yet.
+#: The consumer scenarios the py5, java5grpc and go5 drivers run and the node5 driver does not yet.
 CONSUMER_SCENARIOS = ("pop", "tag_filter", "sql92_filter", "retry", "dlq", "dlq_consume", "three_consumers",
                       "restart_resume")
 
