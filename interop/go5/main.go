@@ -1,6 +1,6 @@
 // The go5 driver: github.com/apache/rocketmq-clients/golang/v5 (the official 5.x gRPC SDK) as a
-// producer. Reads the same JSON params as interop/py5/driver.py on stdin and prints the same events,
-// one JSON object a line.
+// producer, and with ops "consume" and "push" as SimpleConsumers (consumer.go). Reads the same JSON
+// params as interop/py5/driver.py on stdin and prints the same events, one JSON object a line.
 package main
 
 import (
@@ -40,6 +40,7 @@ type params struct {
 	Messages []spec  `json:"messages"`
 	Async    bool    `json:"async"`
 	Wait     float64 `json:"wait"`
+	consumeParams
 }
 
 var out sync.Mutex
@@ -255,7 +256,16 @@ func main() {
 		os.Exit(2)
 	}
 	plaintext()
-	if err := run(p); err != nil {
+	var err error
+	switch p.Op {
+	case "consume":
+		err = consume(p, p.consumeParams)
+	case "push":
+		err = push(p, p.consumeParams)
+	default:
+		err = run(p)
+	}
+	if err != nil {
 		emit("error", map[string]any{"error": err.Error()})
 		os.Exit(1)
 	}

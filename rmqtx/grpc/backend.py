@@ -88,6 +88,7 @@ class TelemetrySession:
         self.push = push
         self.client_type = 0
         self.topics: set[str] = set()
+        self.request_timeout_ms = 0  # from its settings; 0 until it names one
 
 
 class GrpcBackend:
@@ -137,10 +138,20 @@ class GrpcBackend:
                 del self.sessions[key]
         self._beat_if_changed()
 
-    def update_settings(self, session: TelemetrySession, client_type: int, topics: list[str]) -> None:
+    def update_settings(self, session: TelemetrySession, client_type: int, topics: list[str],
+                        request_timeout_ms: int = 0) -> None:
         session.client_type = client_type
         session.topics = set(topics)
+        if request_timeout_ms > 0:
+            session.request_timeout_ms = request_timeout_ms
         self._beat_if_changed()
+
+    def request_timeout_ms(self, client_id: str, fallback: int) -> int:
+        """The request timeout the client's Telemetry settings named, else ``fallback``."""
+        for session in self.sessions.values():
+            if session.client_id == client_id and session.request_timeout_ms > 0:
+                return session.request_timeout_ms
+        return fallback
 
     def forget_client(self, client_id: str) -> None:
         for key, value in list(self.sessions.items()):

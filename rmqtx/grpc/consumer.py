@@ -37,6 +37,31 @@ _EMPTY = (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND, ResponseCod
 DEFAULT_INVISIBLE_MS = 60_000
 #: The broker keeps a long poll this much shorter than the client's deadline, so the answer arrives in time.
 DEADLINE_MARGIN_S = 1.0
+#: A receive naming no long polling timeout polls within these bounds (Apache's proxy defaults,
+#: grpcClientConsumerMinLongPollingTimeoutMillis and ...MaxLongPollingTimeoutMillis).
+MIN_POLL_MS = 5_000
+MAX_POLL_MS = 20_000
+#: The client's request timeout when its Telemetry settings have not named one (the SDKs' default).
+DEFAULT_REQUEST_TIMEOUT_MS = 3_000
+#: Older clients get BAD_REQUEST for too short a deadline, as from the proxy (Java string order).
+ILLEGAL_POLLING_TIME_SINCE = "5.0.3"
+
+
+def implied_polling_ms(remaining_ms: int | None, request_timeout_ms: int) -> int | None:
+    """How long a receive without long_polling_timeout polls (golang/v5 sends none), as Apache's proxy
+    derives it: the time left before the deadline less half the client's request timeout, within
+    [MIN_POLL_MS, MAX_POLL_MS] but no later than the deadline; None when under MIN_POLL_MS is left."""
+    if remaining_ms is None:
+        return MAX_POLL_MS
+    poll = min(max(remaining_ms - request_timeout_ms // 2, MIN_POLL_MS), MAX_POLL_MS)
+    if poll <= remaining_ms:
+        return poll
+    return remaining_ms if remaining_ms >= MIN_POLL_MS else None
+
+
+def short_deadline_code(client_version: str) -> str:
+    """ILLEGAL_POLLING_TIME, or BAD_REQUEST for a client older than that code (or one naming no version)."""
+    return "ILLEGAL_POLLING_TIME" if client_version and client_version >= ILLEGAL_POLLING_TIME_SINCE else "BAD_REQUEST"
 
 
 @dataclass(frozen=True, slots=True)

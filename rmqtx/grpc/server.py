@@ -38,11 +38,15 @@ CONSUMER_LONG_POLLING_S = 20
 UNBUILT_STREAMS = {"PullMessage": "PullMessageResponse"}
 
 
-def _client_id(context: Any) -> str:
+def _metadata(context: Any, name: str) -> str:
     for key, value in context.invocation_metadata() or ():
-        if key == "x-mq-client-id":
+        if key == name:
             return value
     return ""
+
+
+def _client_id(context: Any) -> str:
+    return _metadata(context, "x-mq-client-id")
 
 
 class MessagingServicer:
@@ -194,8 +198,19 @@ class MessagingServicer:
         if invisible_ms <= 0:
             yield self.s.ReceiveMessageResponse(status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must be positive"))
             return
-        poll_ms = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
         remaining = context.time_remaining()
+        if request.HasField("long_polling_timeout"):
+            poll_ms = request.long_polling_timeout.ToMilliseconds()
+        else:  # as the proxy: from the deadline and the client's request timeout
+            request_timeout = self._on_reactor(self.backend.request_timeout_ms, _client_id(context),
+                                               consumer.DEFAULT_REQUEST_TIMEOUT_MS)
+            implied = consumer.implied_polling_ms(None if remaining is None else int(remaining * 1000), request_timeout)
+            if implied is None:
+                code = consumer.short_deadline_code(_metadata(context, "x-mq-client-version"))
+                yield self.s.ReceiveMessageResponse(status=self._status(
+                    code, f"under {consumer.MIN_POLL_MS} ms left before the deadline to long poll"))
+                return
+            poll_ms = implied
         if remaining is not None:
             poll_ms = max(0, min(poll_ms, int((remaining - consumer.DEADLINE_MARGIN_S) * 1000)))
         expression = request.filter_expression
@@ -337,7 +352,8 @@ class MessagingServicer:
             return None  # thread stack traces, verify results: nothing asked for them
         settings = command.settings
         topics = [r.name for r in settings.publishing.topics] if settings.HasField("publishing") else []
-        self._on_reactor(self.backend.update_settings, session, settings.client_type, topics)
+        self._on_reactor(self.backend.update_settings, session, settings.client_type, topics,
+                         settings.request_timeout.ToMilliseconds() if settings.HasField("request_timeout") else 0)
         reply = self.d.Settings()
         reply.CopyFrom(settings)
         if settings.HasField("publishing"):

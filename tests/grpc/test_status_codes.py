@@ -4,9 +4,9 @@ Apache's proxy returns them, never a crash (a raw grpcio client with the SDK's g
 from __future__ import annotations
 
 import os
-import unittest
-
+import threading
 import time
+import unittest
 
 from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue
 
@@ -109,11 +109,40 @@ class StatusCodeTest(unittest.TestCase):
         empty = self._receive("GID_status", poll_s=1)
         self.assertEqual([r.status.code for r in empty], [self.code("MESSAGE_NOT_FOUND")])
         self.assertGreater(time.monotonic() - started, 0.9, "long polled for long_polling_timeout")
+        self._receive_without_polling_timeout()
         bogus = self.stub.AckMessage(s.AckMessageRequest(
             group=d.Resource(name="GID_status"), topic=d.Resource(name="GRPC_STATUS"),
             entries=[s.AckMessageEntry(message_id="01AA", receipt_handle="not a handle")]), metadata=METADATA, timeout=5)
         self.assertEqual(bogus.status.code, self.code("INVALID_RECEIPT_HANDLE"))
         self.assertEqual(bogus.entries[0].status.code, self.code("INVALID_RECEIPT_HANDLE"))
+
+    def _receive_without_polling_timeout(self) -> None:
+        """golang/v5 names no long_polling_timeout: the endpoint long polls for the deadline less half the
+        request timeout, at least 5 s, and refuses a receive with less time left, as Apache's proxy."""
+        d, s = self.d, self.s
+        request = s.ReceiveMessageRequest(group=d.Resource(name="GID_implied"), batch_size=16,
+                                          message_queue=d.MessageQueue(topic=d.Resource(name="GRPC_STATUS"), id=-1),
+                                          filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"))
+        request.invisible_duration.FromSeconds(20)
+        short = list(self.stub.ReceiveMessage(request, metadata=METADATA, timeout=4))
+        self.assertEqual([r.status.code for r in short], [self.code("BAD_REQUEST")], "no client version: BAD_REQUEST")
+        versioned = METADATA + (("x-mq-client-version", "5.0.8"),)
+        short = list(self.stub.ReceiveMessage(request, metadata=versioned, timeout=4))
+        self.assertEqual([r.status.code for r in short], [self.code("ILLEGAL_POLLING_TIME")])
+        msg = d.Message(topic=d.Resource(name="GRPC_STATUS"), body=b"late",
+                        system_properties=d.SystemProperties(message_type=d.MessageType.NORMAL, message_id="01LATE"))
+        # sent a second into the receive: it arrives in that receive's long poll (it was no zero-length poll)
+        sender = threading.Timer(1.0, self.stub.SendMessage, (s.SendMessageRequest(messages=[msg]),),
+                                 {"metadata": METADATA, "timeout": 5})
+        started = time.monotonic()
+        sender.start()
+        try:
+            answers = list(self.stub.ReceiveMessage(request, metadata=versioned, timeout=8))
+        finally:
+            sender.join()
+        self.assertEqual(answers[0].status.code, self.code("OK"), answers[0])
+        self.assertEqual([r.message.body for r in answers if r.HasField("message")], [b"late"])
+        self.assertGreater(time.monotonic() - started, 0.9)
 
     def test_forward_to_dead_letter_queue(self) -> None:
         d, s = self.d, self.s
@@ -136,3 +165,19 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(forward.status.code, self.code("OK"))
         dead = pull_queue(self.server.broker, "%DLQ%GID_dlq", 0)
         self.assertEqual([(m.body, m.msg_id) for m in dead], [(b"to-dlq", "01DLQ")])
+
+
+class ImpliedPollingTest(unittest.TestCase):
+    """The long poll of a receive naming no long_polling_timeout, worked out as Apache's proxy does."""
+
+    def test_bounds(self) -> None:
+        from rmqtx.grpc.consumer import implied_polling_ms, short_deadline_code
+
+        self.assertEqual(implied_polling_ms(8_000, 3_000), 6_500, "deadline less half the request timeout")
+        self.assertEqual(implied_polling_ms(5_500, 3_000), 5_000, "at least 5 s")
+        self.assertEqual(implied_polling_ms(60_000, 3_000), 20_000, "at most 20 s")
+        self.assertEqual(implied_polling_ms(None, 3_000), 20_000, "no deadline")
+        self.assertEqual(implied_polling_ms(5_000, 20_000), 5_000, "never past the deadline")
+        self.assertIsNone(implied_polling_ms(4_999, 0))
+        self.assertEqual([short_deadline_code(v) for v in ("", "5.0.1-rc1", "5.0.3", "5.1.2")],
+                         ["BAD_REQUEST", "BAD_REQUEST", "ILLEGAL_POLLING_TIME", "ILLEGAL_POLLING_TIME"])
