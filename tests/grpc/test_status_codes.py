@@ -3,6 +3,7 @@ Apache's proxy returns them, never a crash (a raw grpcio client with the SDK's g
 
 from __future__ import annotations
 
+import hashlib
 import os
 import unittest
 
@@ -129,6 +130,9 @@ class StatusCodeTest(unittest.TestCase):
         received = messages[0]
         self.assertEqual(received.system_properties.message_id, "01DLQ")
         self.assertEqual(received.system_properties.delivery_attempt, 1)
+        # the body's MD5 in upper-case hex, as Apache's proxy sends it (the Node SDK cannot read a message without one)
+        self.assertEqual((received.system_properties.body_digest.type, received.system_properties.body_digest.checksum),
+                         (d.DigestType.MD5, hashlib.md5(b"to-dlq").hexdigest().upper()))
         forward = self.stub.ForwardMessageToDeadLetterQueue(s.ForwardMessageToDeadLetterQueueRequest(
             group=d.Resource(name="GID_dlq"), topic=d.Resource(name="GRPC_STATUS"), message_id="01DLQ",
             receipt_handle=received.system_properties.receipt_handle, delivery_attempt=1, max_delivery_attempts=16),
