@@ -240,9 +240,9 @@ class MessagingServicer:
 
     def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         invisible_ms = request.invisible_duration.ToMilliseconds()
-        if invisible_ms <= 0:
+        if invisible_ms < 0:  # 0 is visible again at once, as the proxy allows (a Node PushConsumer's nack)
             return self.s.ChangeInvisibleDurationResponse(
-                status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must be positive"))
+                status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must not be negative"))
         try:
             handle = self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
                                       request.receipt_handle, invisible_ms)
