@@ -113,7 +113,7 @@ class Java5GrpcDriver(Py5Driver):
         return None
 
 
-#: The consumer scenarios the py5 and java5grpc drivers run and the node5/go5 drivers do not yet.
+#: The consumer scenarios the py5, java5grpc and node5 drivers run and the go5 driver does not yet.
 CONSUMER_SCENARIOS = ("pop", "tag_filter", "sql92_filter", "retry", "dlq", "dlq_consume", "three_consumers",
                       "restart_resume")
 
@@ -126,10 +126,12 @@ def _sdk_skips(sdk: str) -> dict[str, str]:
 
 
 class Node5Driver(Py5Driver):
-    """rocketmq-client-nodejs (npm, ``interop/node5``), same scenarios and checks as py5."""
+    """rocketmq-client-nodejs (npm, ``interop/node5``), same scenarios and checks as py5 (its driver consumes
+    with the SDK's SimpleConsumer, and its PushConsumer for the DLQ scenarios)."""
 
     name = "node5"
-    unsupported = _sdk_skips("rocketmq-client-nodejs 1.0")
+    unsupported = {key: reason for key, reason in _sdk_skips("rocketmq-client-nodejs 1.0").items()
+                   if key not in CONSUMER_SCENARIOS}
 
     def prepare(self) -> str | None:
         if not shutil.which("node"):
