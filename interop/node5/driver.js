@@ -12,7 +12,8 @@ function emit(event, fields) {
   process.stdout.write(JSON.stringify({ event, at: Date.now() / 1000, ...fields }) + '\n');
 }
 
-// The SDK logs through egg-logger to ~/logs by default; keep its chatter on stderr only.
+// The SDK logs through egg-logger to ~/logs by default; keep its chatter on stderr only (info and debug
+// lines only with RMQTX_NODE5_DEBUG set).
 const logger = {
   info: (...a) => process.env.RMQTX_NODE5_DEBUG && process.stderr.write(a.map(String).join(' ') + '\n'),
   debug: (...a) => process.env.RMQTX_NODE5_DEBUG && process.stderr.write(a.map(String).join(' ') + '\n'),
