@@ -37,8 +37,6 @@ JAVA5GRPC = REPO / "interop" / "java5grpc"
 NODE5 = REPO / "interop" / "node5"
 GO5 = REPO / "interop" / "go5"
 GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
-NO_CONSUMER_DRIVER = ("this column's driver only sends so far (its consumer ops are not written; py5 and "
-                      "java5grpc consume over the same endpoint)")
 NO_SECURE = "the gRPC endpoint has no ACL or TLS yet"
 NO_ENDPOINT = "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
@@ -113,20 +111,16 @@ class Java5GrpcDriver(Py5Driver):
         return None
 
 
-#: The consumer scenarios the py5, java5grpc and go5 drivers run and the node5 driver does not yet.
-CONSUMER_SCENARIOS = ("pop", "tag_filter", "sql92_filter", "retry", "dlq", "dlq_consume", "three_consumers",
-                      "restart_resume")
-
-
 def _sdk_skips(sdk: str) -> dict[str, str]:
-    """py5's skips, with this SDK named where it lacks an API, and the consumer scenarios its driver lacks."""
+    """py5's skips, with this SDK named where it lacks an API."""
     skips = {key: (reason.replace("rocketmq-python-client 5.x", sdk) if reason.startswith("rocketmq-python-client") else reason)
              for key, reason in Py5Driver.unsupported.items()}
-    return {**skips, **{key: NO_CONSUMER_DRIVER for key in CONSUMER_SCENARIOS}}
+    return skips
 
 
 class Node5Driver(Py5Driver):
-    """rocketmq-client-nodejs (npm, ``interop/node5``), same scenarios and checks as py5."""
+    """rocketmq-client-nodejs (npm, ``interop/node5``), same scenarios and checks as py5 (its driver consumes
+    with the SDK's SimpleConsumer, and its PushConsumer for the DLQ scenarios)."""
 
     name = "node5"
     unsupported = _sdk_skips("rocketmq-client-nodejs 1.0")
@@ -144,8 +138,7 @@ class Go5Driver(Py5Driver):
 
     name = "go5"
     # its SimpleConsumer runs the consumer scenarios (the dlq ones too: 5.1.2 has no PushConsumer, see main.go)
-    unsupported = {key: reason for key, reason in _sdk_skips("rocketmq-clients golang/v5").items()
-                   if key not in CONSUMER_SCENARIOS}
+    unsupported = _sdk_skips("rocketmq-clients golang/v5")
 
     def prepare(self) -> str | None:
         go = shutil.which("go")

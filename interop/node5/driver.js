@@ -1,18 +1,22 @@
 'use strict';
-// The node5 driver: rocketmq-client-nodejs (the official 5.x gRPC SDK) as a producer. Reads the same
-// JSON params as interop/py5/driver.py on stdin and prints the same events, one JSON object a line.
+// The node5 driver: rocketmq-client-nodejs (the official 5.x gRPC SDK) as a producer, and with ops
+// "consume" (SimpleConsumers) and "push" (a PushConsumer) as a consumer. Reads the same JSON params as
+// interop/py5/driver.py on stdin and prints the same events, one JSON object a line. The SDK counts
+// durations in milliseconds where the params give seconds.
 const path = require('path');
 const sdk = require('rocketmq-client-nodejs');
-const { TransactionResolution } = require(path.join(path.dirname(require.resolve('rocketmq-client-nodejs')),
+const { TransactionResolution, FilterType } = require(path.join(path.dirname(require.resolve('rocketmq-client-nodejs')),
   '..', 'proto', 'apache', 'rocketmq', 'v2', 'definition_pb'));
 
 function emit(event, fields) {
   process.stdout.write(JSON.stringify({ event, at: Date.now() / 1000, ...fields }) + '\n');
 }
 
-// The SDK logs through egg-logger to ~/logs by default; keep its chatter on stderr only.
+// The SDK logs through egg-logger to ~/logs by default; keep its chatter on stderr only (info and debug
+// lines only with RMQTX_NODE5_DEBUG set).
 const logger = {
-  info: () => {}, debug: () => {},
+  info: (...a) => process.env.RMQTX_NODE5_DEBUG && process.stderr.write(a.map(String).join(' ') + '\n'),
+  debug: (...a) => process.env.RMQTX_NODE5_DEBUG && process.stderr.write(a.map(String).join(' ') + '\n'),
   warn: (...a) => process.stderr.write(a.map(String).join(' ') + '\n'),
   error: (...a) => process.stderr.write(a.map(String).join(' ') + '\n'),
 };
@@ -31,11 +35,140 @@ function build(spec, topic) {
   return msg;
 }
 
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+function label(view) {
+  return view.body.toString('utf8').split('#', 1)[0];
+}
+
+function clientOptions(params) {
+  return { endpoints: params.endpoint, namespace: '', sslEnabled: false, requestTimeout: (params.timeout || 5) * 1000, logger };
+}
+
+// Op "consume": `members` SimpleConsumers receive until `expect` bodies are acked, then linger; `actions`
+// leaves a body un-acked (skip_once) or changes its invisible duration (change_once, change_ack) on its
+// first delivery.
+async function consume(params) {
+  const { topic } = params;
+  const actions = params.actions || {};
+  const sql = params.expression_type === 'SQL92';
+  const filter = new sdk.FilterExpression(params.tag || '*', sql ? FilterType.SQL : FilterType.TAG);
+  const invisibleMs = (params.invisible ?? 10) * 1000;
+  const deadline = Date.now() + (params.wait ?? 30) * 1000;
+  const lingerMs = (params.linger ?? 0) * 1000;
+  const members = [];
+  for (let i = 0; i < (params.members ?? 1); i++) {
+    members.push(new sdk.SimpleConsumer({
+      ...clientOptions(params), consumerGroup: params.group, subscriptions: new Map([[ topic, filter ]]),
+      awaitDuration: (params.await ?? 2) * 1000,
+    }));
+  }
+  const failures = [];
+  const seen = new Map();
+  const acked = new Set();
+  let doneAt = params.expect === 0 ? Date.now() : null;
+  try {
+    await Promise.all(members.map(c => c.startup()));
+    emit('started', {});
+
+    async function handle(member, consumer, view) {
+      const body = label(view);
+      const count = (seen.get(body) || 0) + 1;
+      seen.set(body, count);
+      const handle = view.receiptHandle;
+      emit('recv', {
+        member, body, msg_id: view.messageId, attempt: view.deliveryAttempt, handle, tag: view.tag || null,
+        keys: [...view.keys].sort(), topic: view.topic, props: Object.fromEntries(view.properties), size: view.body.length,
+      });
+      const action = actions[body] || 'ack';
+      if (count === 1 && action === 'skip_once') return;
+      if (count === 1 && (action === 'change_once' || action === 'change_ack')) {
+        await consumer.changeInvisibleDuration(view, (params.change_s ?? 2) * 1000);
+        emit('changed', { member, body, msg_id: view.messageId, handle });
+        if (action === 'change_once') return;
+      }
+      await consumer.ack(view);
+      acked.add(body);
+      if (acked.size >= params.expect && doneAt === null) doneAt = Date.now();
+      emit('acked', { member, body, msg_id: view.messageId, handle: view.receiptHandle });
+    }
+
+    async function run(member, consumer) {
+      try {
+        while (Date.now() < deadline) {
+          if (doneAt !== null && Date.now() >= doneAt + lingerMs) return;
+          const views = await consumer.receive(params.batch ?? 16, invisibleMs);
+          for (const view of views) await handle(member, consumer, view);
+        }
+      } catch (err) {
+        failures.push(`member ${member}: ${err && err.name}: ${err && err.message}`);
+      }
+    }
+
+    await Promise.all(members.map((consumer, i) => run(i, consumer)));
+  } finally {
+    await Promise.all(members.map(c => c.shutdown().catch(() => {})));
+  }
+  for (const failure of failures) emit('error', { error: failure });
+  return failures.length ? 1 : 0;
+}
+
+// Op "push": a PushConsumer failing the first delivery of each `fail_once` body and every delivery of each
+// `fail_always` body (done with one after `attempts` deliveries), until `expect` bodies are done.
+async function push(params) {
+  const failOnce = new Set(params.fail_once || []);
+  const failAlways = new Set(params.fail_always || []);
+  const attempts = params.attempts ?? 0;
+  const seen = new Map();
+  const consumed = new Set();
+  let allDone;
+  const done = new Promise(resolve => { allDone = resolve; });
+  if (params.expect === 0) allDone();
+  const listener = {
+    async consume(view) {
+      const body = label(view);
+      const count = (seen.get(body) || 0) + 1;
+      seen.set(body, count);
+      emit('recv', {
+        body, msg_id: view.messageId, attempt: view.deliveryAttempt, topic: view.topic, tag: view.tag || null,
+        keys: [...view.keys].sort(),
+      });
+      const fail = failAlways.has(body) || (failOnce.has(body) && count === 1);
+      if (!fail || (failAlways.has(body) && count >= attempts)) {
+        consumed.add(body);
+        if (consumed.size >= params.expect) allDone();
+      }
+      return fail ? sdk.ConsumeResult.FAILURE : sdk.ConsumeResult.SUCCESS;
+    },
+  };
+  const consumer = new sdk.PushConsumer({
+    ...clientOptions(params), consumerGroup: params.group,
+    subscriptions: new Map([[ params.topic, new sdk.FilterExpression('*') ]]), messageListener: listener,
+  });
+  let status = 0;
+  try {
+    await consumer.startup();
+    emit('started', {});
+    const wait = (params.wait ?? 30) * 1000;
+    const timedOut = await Promise.race([ done.then(() => false), sleep(wait).then(() => true) ]);
+    if (timedOut) {
+      emit('error', { error: `consumed ${[...consumed].sort()} of ${params.expect}` });
+      status = 1;
+    }
+    await sleep((params.linger ?? 0.5) * 1000); // the SDK acks (or forwards to the DLQ) after the listener returns
+  } finally {
+    await consumer.shutdown().catch(() => {});
+  }
+  return status;
+}
+
 async function main() {
   const chunks = [];
   for await (const chunk of process.stdin) chunks.push(chunk);
   const params = JSON.parse(Buffer.concat(chunks).toString('utf8'));
   const { topic, op } = params;
+  if (op === 'consume') return consume(params);
+  if (op === 'push') return push(params);
   const checkStates = new Map(params.messages.map(s => [s.body, s.check_state || 'COMMIT']));
   const expected = new Set(params.messages.filter(s => s.action === 'check').map(s => s.body));
   const checked = new Set();
@@ -55,10 +188,7 @@ async function main() {
       return state === 'COMMIT' ? TransactionResolution.COMMIT : TransactionResolution.ROLLBACK;
     },
   };
-  const producer = new sdk.Producer({
-    endpoints: params.endpoint, namespace: '', sslEnabled: false, requestTimeout: (params.timeout || 5) * 1000,
-    topics: [topic], logger, ...(op === 'tx' ? { checker } : {}),
-  });
+  const producer = new sdk.Producer({ ...clientOptions(params), topics: [topic], ...(op === 'tx' ? { checker } : {}) });
   // the SDK ends a checked transaction after the checker's answer: count the ends, so that the
   // producer is not shut down before the last one went out
   let ends = 0;

@@ -5,6 +5,7 @@ one pool thread for its responses and one reader thread for the client's command
 
 from __future__ import annotations
 
+import hashlib
 import queue
 import threading
 from concurrent import futures
@@ -254,9 +255,9 @@ class MessagingServicer:
 
     def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         invisible_ms = request.invisible_duration.ToMilliseconds()
-        if invisible_ms <= 0:
+        if invisible_ms < 0:  # 0 is visible again at once, as the proxy allows (a Node PushConsumer's nack)
             return self.s.ChangeInvisibleDurationResponse(
-                status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must be positive"))
+                status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must not be negative"))
         try:
             handle = self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
                                       request.receipt_handle, invisible_ms)
@@ -296,7 +297,7 @@ class MessagingServicer:
             message_id=props.get("UNIQ_KEY") or msg.msg_id, message_type=kind, body_encoding=d.Encoding.IDENTITY,
             queue_id=msg.queue_id, queue_offset=msg.queue_offset, born_host=msg.born_host.split(":")[0],
             store_host=msg.store_host, receipt_handle=props.get("POP_CK", ""),
-            delivery_attempt=msg.reconsume_times + 1,
+            delivery_attempt=msg.reconsume_times + 1, body_digest=body_digest(d, msg.body),
         )
         if props.get("TAGS"):
             sysp.tag = props["TAGS"]
@@ -391,9 +392,7 @@ class MessagingServicer:
             message_id=props.get("UNIQ_KEY") or msg.msg_id, message_type=d.MessageType.TRANSACTION,
             body_encoding=d.Encoding.IDENTITY, queue_id=int(props.get("REAL_QID") or msg.queue_id),
             queue_offset=msg.queue_offset, born_host=msg.born_host.split(":")[0], store_host=msg.store_host,
-            # a digest of no type: the SDKs write CRC32 checksums differently (padded or not, hex or decimal),
-            # and rocketmq-client-nodejs cannot read a check-back's message without the field
-            body_digest=d.Digest(),
+            body_digest=body_digest(d, msg.body),
         )
         if props.get("TAGS"):
             sysp.tag = props["TAGS"]
@@ -405,6 +404,13 @@ class MessagingServicer:
         message = d.Message(topic=d.Resource(name=topic), user_properties=user, system_properties=sysp, body=msg.body)
         command = self.s.RecoverOrphanedTransactionCommand(message=message, transaction_id=transaction_id)
         return self.s.TelemetryCommand(status=self._status(), recover_orphaned_transaction_command=command)
+
+
+def body_digest(d: Any, body: bytes) -> Any:
+    """MD5 in upper-case hex, as Apache's proxy sends every message: the Java, Python and Node SDKs check it
+    that way (the Go SDK compares lower case but never reads the result), and the Node SDK cannot read a
+    message without the field."""
+    return d.Digest(type=d.DigestType.MD5, checksum=hashlib.md5(body).hexdigest().upper())
 
 
 #: Properties the broker and proxy set, never shown as user properties.

@@ -3,6 +3,7 @@ Apache's proxy returns them, never a crash (a raw grpcio client with the SDK's g
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -144,7 +145,9 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual([r.message.body for r in answers if r.HasField("message")], [b"late"])
         self.assertGreater(time.monotonic() - started, 0.9)
 
-    def test_forward_to_dead_letter_queue(self) -> None:
+    def test_change_invisible_then_forward_to_dead_letter_queue(self) -> None:
+        """A negative invisible duration is refused, 0 makes the message visible at once (a Node PushConsumer's
+        nack without a backoff), as Apache's proxy; its next delivery is forwarded to %DLQ%group."""
         d, s = self.d, self.s
         msg = d.Message(topic=d.Resource(name="GRPC_STATUS"), body=b"to-dlq",
                         system_properties=d.SystemProperties(message_type=d.MessageType.NORMAL, message_id="01DLQ"))
@@ -158,9 +161,31 @@ class StatusCodeTest(unittest.TestCase):
         received = messages[0]
         self.assertEqual(received.system_properties.message_id, "01DLQ")
         self.assertEqual(received.system_properties.delivery_attempt, 1)
+
+        def change(invisible_ms: int) -> object:
+            request = s.ChangeInvisibleDurationRequest(
+                group=d.Resource(name="GID_dlq"), topic=d.Resource(name="GRPC_STATUS"), message_id="01DLQ",
+                receipt_handle=received.system_properties.receipt_handle)
+            request.invisible_duration.FromMilliseconds(invisible_ms)
+            return self.stub.ChangeInvisibleDuration(request, metadata=METADATA, timeout=5)
+
+        self.assertEqual(change(-1000).status.code, self.code("ILLEGAL_INVISIBLE_TIME"))
+        changed = change(0)
+        self.assertEqual(changed.status.code, self.code("OK"))
+        self.assertNotEqual(changed.receipt_handle, received.system_properties.receipt_handle)
+        deadline = time.monotonic() + 20
+        again: list = []
+        while not again and time.monotonic() < deadline:
+            again = [r.message for r in self._receive("GID_dlq", poll_s=2) if r.HasField("message")]
+        self.assertEqual([(m.body, m.system_properties.delivery_attempt) for m in again], [(b"to-dlq", 2)],
+                         "back at once, as the second attempt")
+        received = again[0]
+        # the body's MD5 in upper-case hex, as Apache's proxy sends it (the Node SDK cannot read a message without one)
+        self.assertEqual((received.system_properties.body_digest.type, received.system_properties.body_digest.checksum),
+                         (d.DigestType.MD5, hashlib.md5(b"to-dlq").hexdigest().upper()))
         forward = self.stub.ForwardMessageToDeadLetterQueue(s.ForwardMessageToDeadLetterQueueRequest(
             group=d.Resource(name="GID_dlq"), topic=d.Resource(name="GRPC_STATUS"), message_id="01DLQ",
-            receipt_handle=received.system_properties.receipt_handle, delivery_attempt=1, max_delivery_attempts=16),
+            receipt_handle=received.system_properties.receipt_handle, delivery_attempt=2, max_delivery_attempts=16),
             metadata=METADATA, timeout=5)
         self.assertEqual(forward.status.code, self.code("OK"))
         dead = pull_queue(self.server.broker, "%DLQ%GID_dlq", 0)
