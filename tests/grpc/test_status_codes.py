@@ -114,6 +114,47 @@ class StatusCodeTest(unittest.TestCase):
             entries=[s.AckMessageEntry(message_id="01AA", receipt_handle="not a handle")]), metadata=METADATA, timeout=5)
         self.assertEqual(bogus.status.code, self.code("INVALID_RECEIPT_HANDLE"))
         self.assertEqual(bogus.entries[0].status.code, self.code("INVALID_RECEIPT_HANDLE"))
+        self._fifo_group_assignment_and_settings()
+
+    def _fifo_group_assignment_and_settings(self) -> None:
+        """An orderly group (5.x consumeMessageOrderly) is assigned each readable queue, and its consumers'
+        settings say FIFO, with its retryMaxTimes + 1 attempts and its groupRetryPolicy's backoff."""
+        d, s = self.d, self.s
+        from rmqtx.common import fastjson
+        from rmqtx.remoting.codes import RequestCode, ResponseCode
+        from rmqtx.remoting.command import RemotingCommand
+        from tests.e2e.harness import call
+
+        for name, policy in (("GID_status_fifo", {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 2000]}}),
+                             ("GID_status_exp", {"type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": 500, "max": 8000,
+                                                                                                   "multiplier": 3}})):
+            body = fastjson.dumps({"consumeMessageOrderly": name.endswith("fifo"), "groupName": name,
+                                   "groupRetryPolicy": policy, "retryMaxTimes": 2})
+            resp = call(self.server.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body=body))
+            self.assertEqual(resp.code, ResponseCode.SUCCESS)
+        assignment = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="GRPC_STATUS"),
+                                                                        group=d.Resource(name="GID_status_fifo")),
+                                               metadata=METADATA, timeout=5)
+        self.assertEqual([a.message_queue.id for a in assignment.assignments], [0, 1], "each queue of an orderly group")
+
+        def settings(group: str) -> object:
+            mine = d.Settings(client_type=d.ClientType.SIMPLE_CONSUMER,
+                              subscription=d.Subscription(group=d.Resource(name=group)))
+            replies = self.stub.Telemetry(iter([s.TelemetryCommand(settings=mine)]), metadata=METADATA, timeout=5)
+            return next(iter(replies)).settings
+
+        fifo = settings("GID_status_fifo")
+        self.assertTrue(fifo.subscription.fifo)
+        self.assertEqual(fifo.backoff_policy.max_attempts, 3)
+        self.assertEqual([t.ToMilliseconds() for t in fifo.backoff_policy.customized_backoff.next], [1000, 2000])
+        exp = settings("GID_status_exp")
+        self.assertFalse(exp.subscription.fifo)
+        backoff = exp.backoff_policy.exponential_backoff
+        self.assertEqual((backoff.initial.ToMilliseconds(), backoff.max.ToMilliseconds(), backoff.multiplier), (500, 8000, 3.0))
+        plain = settings("GID_status")
+        self.assertFalse(plain.subscription.fifo)
+        self.assertEqual(plain.backoff_policy.max_attempts, 17, "retryMaxTimes 16, and the delay levels from 3 on")
+        self.assertEqual(plain.backoff_policy.customized_backoff.next[0].ToMilliseconds(), 10_000)
 
     def test_forward_to_dead_letter_queue(self) -> None:
         d, s = self.d, self.s
