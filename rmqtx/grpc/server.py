@@ -410,8 +410,9 @@ class MessagingServicer:
         return self.s.TelemetryCommand(status=self._status(), settings=reply)
 
     def _consumer_settings(self, reply: Any) -> None:
-        """What the proxy tells a consumer: batch size, long polling, FIFO, and its retries (the group's
-        retryMaxTimes + 1 attempts, waiting out the delay levels from level 3 on, as the broker retries)."""
+        """What the proxy tells a consumer: batch size, long polling, FIFO (the group's consumeMessageOrderly),
+        and its retries: the group's retryMaxTimes + 1 attempts, backing off as its 5.x groupRetryPolicy says,
+        or else waiting out the delay levels from level 3 on, as the broker retries."""
         group = reply.subscription.group.name
         fifo, attempts, delays = self._on_reactor(self.backend.consumer_policy, group)
         sub = reply.subscription
