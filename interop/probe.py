@@ -123,6 +123,14 @@ class Probe:
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"set {group} on {topic} to {mode}: {resp.code} {resp.remark}")
 
+    def make_orderly(self, group: str) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with 5.x's consumeMessageOrderly, as ``mqadmin updateSubGroup -o true``."""
+        body = json.dumps({"consumeBroadcastEnable": False, "consumeEnable": True, "consumeFromMinEnable": False,
+                           "consumeMessageOrderly": True, "groupName": group}).encode()
+        resp = self.call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body=body))
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"make {group} orderly: {resp.code} {resp.remark}")
+
     def query_keys(self, topic: str, key: str) -> list[str]:
         """Bodies of messages of ``topic`` whose KEYS contain ``key`` (QUERY_MESSAGE)."""
         return [m.body.decode("utf-8", "replace") for m in self._query(topic, key)]

@@ -46,6 +46,8 @@ def context(probe: Probe, namesrv: str, levels: str | None, mode: str = "plain")
 def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log_dir: Path | None = None) -> Cell:
     if scenario.modes and ctx.mode not in scenario.modes:
         return Cell("SKIP", f"runs in --mode {' / '.join(scenario.modes)} only")
+    if scenario.clients and driver.name not in scenario.clients:
+        return Cell("SKIP", scenario.clients_reason)
     params = scenario.params(ctx, driver.name)
     for key, value in MODES[ctx.mode].cell_params(scenario.key).items():
         params.setdefault(key, value)  # a scenario's own keys (or none) win
@@ -59,6 +61,8 @@ def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log
             probe.create_topic(params["topic"])
         if scenario.pop_mode:
             probe.set_request_mode(params["topic"], params["group"], "POP")
+        if scenario.orderly_group:
+            probe.make_orderly(params["group"])
         run = driver.run(scenario.op, params, timeout)
         if log_dir is not None:
             log = "\n".join(json.dumps(e) for e in [params, *run.events])

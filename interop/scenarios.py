@@ -70,6 +70,9 @@ class Scenario:
     create_topic: bool = True  # the runner creates the topic first, as mqadmin would
     modes: tuple[str, ...] = ()  # the modes it makes sense in (empty: every mode)
     pop_mode: bool = False  # the runner then sets the group to POP, as ``mqadmin setConsumeMode -m POP`` would
+    orderly_group: bool = False  # the runner makes the group orderly first, as 5.x ``mqadmin updateSubGroup -o true``
+    clients: tuple[str, ...] = ()  # the only columns it makes sense for (empty: every column) ...
+    clients_reason: str = ""  # ... and why the others SKIP it
 
     def params(self, ctx: Context, client: str) -> dict:
         """What the driver gets: names unique to this run and client, default waits, the scenario's own."""
@@ -514,6 +517,50 @@ def pop_check(events: Events, params: dict, probe: Probe) -> str | None:
     return first(errors(events), delivered_exactly(events, params["messages"]))
 
 
+def fifo_consume_build(ctx: Context) -> dict:
+    """op ``fifo_consume`` (the 5.x gRPC SDKs): the runner made ``group`` orderly (consumeMessageOrderly); a
+    producer sends the specs as FIFO messages, message group ``shard-<shard>``; one SimpleConsumer of the group
+    receives one message at a time with a 2 s invisible duration, leaves the first delivery of each ``fail_once``
+    spec un-acked (and, as an orderly consumer, anything after it of its message group in the same batch) and
+    acks the rest, until every spec is acked. ``recv`` events carry ``message_group``; an ``acked`` event
+    (``body``, ``at``) follows each ack."""
+    msgs = [{"body": f"k{k}-{s}", "tags": "TagF", "keys": [f"fifo-k{k}-{s}"], "shard": k} for s in range(4) for k in range(3)]
+    return {"messages": msgs, "fail_once": ["k1-1"], "wait": 40}
+
+
+def fifo_consume_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Each message group acked once each, in send order; the refused message came back (reconsumeTimes 0
+    then 1) and nothing after it in its group was acked before it came back."""
+    reason = first(errors(events), delivered_exactly(events, params["messages"]))
+    if reason:
+        return reason
+    acked: dict[str, list[int]] = defaultdict(list)
+    back_at: dict[str, int] = {}  # refused body -> index of its second delivery
+    refused = set(params["fail_once"])
+    for i, e in enumerate(events):
+        if e["kind"] == "recv":
+            key = e["body"].split("-")[0]
+            if e.get("message_group") != f"shard-{key[1:]}":
+                return f"{e['body']} came with message group {e.get('message_group')!r}"
+            if e["body"] in refused and e.get("reconsume") == 1:
+                back_at.setdefault(e["body"], i)
+        elif e["kind"] == "acked":
+            key, seq = e["body"].split("-")
+            acked[key].append(int(seq))
+            before = f"{key}-{int(seq) - 1}"
+            if before in refused and before not in back_at:
+                return f"{e['body']} acked before {before} came back"
+    for key in sorted({m["body"].split("-")[0] for m in params["messages"]}):
+        want = sorted(int(m["body"].split("-")[1]) for m in params["messages"] if m["body"].startswith(key + "-"))
+        if acked[key] != want:
+            return f"message group of {key} acked in the order {acked[key]}, wanted {want}"
+    for body in sorted(refused):
+        times = [e["reconsume"] for e in reconsumes(events)[body]]
+        if times != [0, 1]:
+            return f"{body}: reconsumeTimes {times}, wanted [0, 1]"
+    return None
+
+
 def dlq_consume_build(ctx: Context) -> dict:
     """op ``dlq_consume``: as op ``dlq`` (member 0 fails every delivery, ``max_reconsume`` retries,
     ``config`` event), then ``linger`` seconds after the last retry a push consumer of ``dlq_group``
@@ -713,6 +760,10 @@ SCENARIOS: list[Scenario] = [
     Scenario("compressed", "compressed bodies", "send", compressed_build, compressed_check),
     Scenario("non_ascii", "non-ASCII keys and properties", "send", non_ascii_build, non_ascii_check),
     Scenario("pop", "POP consumption (5.x)", "pop", pop_build, pop_check, wait=45.0, pop_mode=True),
+    Scenario("fifo_consume", "FIFO consumption over gRPC (5.x)", "fifo_consume", fifo_consume_build, fifo_consume_check,
+             wait=40.0, orderly_group=True, clients=("py5", "java5grpc", "node5", "go5"),
+             clients_reason=("a 5.x gRPC SDK SimpleConsumer of an orderly group, over the gRPC endpoint; this column's "
+                             "ordered consumption is the orderly scenario")),
 ]
 #: Run only in their modes (``python -m interop --mode acl`` / ``tls`` / ``tls-permissive``).
 SECURITY_SCENARIOS: list[Scenario] = [

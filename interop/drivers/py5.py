@@ -7,7 +7,7 @@ params on stdin and print the same events.
 
 Producer scenarios read what was sent back through the broker over remoting (PULL_MESSAGE from every
 queue), the ``recv`` events carrying each message's store time as ``at`` (when it became visible).
-The consumer scenarios (consume, retry, restart, pop) send with the SDK and then receive
+The consumer scenarios (consume, retry, restart, pop, fifo_consume) send with the SDK and then receive
 with its SimpleConsumer(s) over the endpoint's POP (ReceiveMessage / AckMessage); reconsumeTimes is the
 delivery attempt less one, and the queue is not shown by the SDK. The cell
 runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
@@ -37,6 +37,9 @@ JAVA5GRPC = REPO / "interop" / "java5grpc"
 NODE5 = REPO / "interop" / "node5"
 GO5 = REPO / "interop" / "go5"
 GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
+NO_FIFO_DRIVER = ("FIFO consumption (op fifo_consume: message groups sent, fifo/batch/skip_once consume params, "
+                  "message_group in recv events, acked events) is not in this column's driver yet; py5 and java5grpc "
+                  "run it")
 NO_SECURE = "the gRPC endpoint has no ACL or TLS yet"
 NO_ENDPOINT = "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
@@ -123,7 +126,7 @@ class Node5Driver(Py5Driver):
     with the SDK's SimpleConsumer, and its PushConsumer for the DLQ scenarios)."""
 
     name = "node5"
-    unsupported = _sdk_skips("rocketmq-client-nodejs 1.0")
+    unsupported = {**_sdk_skips("rocketmq-client-nodejs 1.0"), "fifo_consume": NO_FIFO_DRIVER}
 
     def prepare(self) -> str | None:
         if not shutil.which("node"):
@@ -137,8 +140,7 @@ class Go5Driver(Py5Driver):
     """rocketmq-clients/golang/v5 (module proxy, ``interop/go5``), built once per run like the go column."""
 
     name = "go5"
-    # its SimpleConsumer runs the consumer scenarios (the dlq ones too: 5.1.2 has no PushConsumer, see main.go)
-    unsupported = _sdk_skips("rocketmq-clients golang/v5")
+    unsupported = {**_sdk_skips("rocketmq-clients golang/v5"), "fifo_consume": NO_FIFO_DRIVER}
 
     def prepare(self) -> str | None:
         go = shutil.which("go")
@@ -182,7 +184,7 @@ def sdk_messages(op: str, params: dict) -> list[dict]:
     for spec in params["messages"]:
         item: dict = {"body": spec["body"], "body_b64": base64.b64encode(body_bytes(spec)).decode(),
                       "tag": spec.get("tags"), "keys": spec.get("keys") or [], "props": spec.get("props") or {}}
-        if op == "orderly":
+        if op in ("orderly", "fifo_consume"):
             item["group"] = f"shard-{spec['shard']}"
         if spec.get("delay"):
             item["delay_s"] = params["levels"][spec["delay"] - 1]
@@ -298,8 +300,9 @@ def consume_cell(column: str, op: str, params: dict) -> int:
     prop_names = sorted({k for m in params["messages"] for k in (m.get("props") or {})})
 
     def send(specs: list[dict]) -> bool:
+        kind = "fifo_consume" if op == "fifo_consume" else "send"  # FIFO: each spec in its message group
         code, events = run_sdk(column, {"op": "send", "endpoint": endpoint, "topic": params["topic"],
-                                        "messages": sdk_messages("send", {**params, "messages": specs})}, wait + 60)
+                                        "messages": sdk_messages(kind, {**params, "messages": specs})}, wait + 60)
         report_sent(events)
         return code == 0
 
@@ -316,7 +319,11 @@ def consume_cell(column: str, op: str, params: dict) -> int:
                          "at": e["at"]}
                 if prop_names:
                     event["props"] = {name: (e.get("props") or {}).get(name) for name in prop_names}
+                if e.get("message_group"):
+                    event["message_group"] = e["message_group"]
                 emit("recv", **event)
+            elif e["event"] == "acked":
+                emit("acked", body=e["body"], member=member_base + e["member"], at=e["at"])
             elif e["event"] == "error":
                 emit("error", error=e["error"])
         return code == 0
@@ -332,6 +339,10 @@ def consume_cell(column: str, op: str, params: dict) -> int:
         invisible = math.ceil(params["levels"][2]) + 1 if op == "retry" else 2
         return 0 if consume(params["messages"], 0, invisible=invisible,
                             actions={m["body"]: "skip_once" for m in refused}) else 1
+    if op == "fifo_consume":
+        # one message a receive: a re-popped batch counts a delivery for every message in it (as Apache does)
+        return 0 if consume(params["messages"], 0, invisible=2, batch=1, fifo=True,
+                            actions={body: "skip_once" for body in params["fail_once"]}) else 1
     if op == "dlq_consume":
         if dlq_cell(column, params, endpoint, wait) != 0:
             return 1
@@ -351,7 +362,7 @@ def consume_cell(column: str, op: str, params: dict) -> int:
 
 
 def main(column: str, op: str, params: dict) -> int:
-    if op in ("consume", "retry", "restart", "pop", "dlq", "dlq_consume"):
+    if op in ("consume", "retry", "restart", "pop", "dlq", "dlq_consume", "fifo_consume"):
         return consume_cell(column, op, params)
     started = time.time()
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]

@@ -11,10 +11,13 @@ ops:
   for each check-back, until every ``check`` message was checked or ``wait`` seconds passed.
 * ``consume``: a SimpleConsumer of ``group`` (``tag``: its filter, ``await``: long polling seconds)
   receives with ``invisible`` seconds until ``expect`` messages were acked or ``wait`` seconds passed;
-  ``actions`` = {body: skip_once | change_once} leaves a message un-acked on its first delivery, or
+  ``actions`` = {body: skip_once | skip_always | change_once} leaves a message un-acked on its first
+  delivery (or on every one), or
   changes its invisible duration to ``change_s`` on its first delivery (and acks it only when it comes
   back, or at once with ``change_ack``); ``recv``, ``changed`` and ``acked`` events with ``body``, ``msg_id``,
-  ``attempt`` (delivery attempt) and ``handle`` (receipt handle); ``members`` SimpleConsumers at once.
+  ``attempt`` (delivery attempt) and ``handle`` (receipt handle), ``recv`` with ``message_group`` (FIFO);
+  ``members`` SimpleConsumers at once; ``fifo``: as an orderly consumer, a message group with an un-acked
+  message in a batch has its later messages in that batch left alone too (``held`` events).
 * ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``,
   every delivery of each body in ``fail_always`` (done with one after ``attempts`` deliveries: the SDK
   then forwards it to the DLQ) and succeeds otherwise, until ``expect`` bodies are done; ``recv`` events.
@@ -81,29 +84,32 @@ def consume(params: dict) -> int:
     deadline = time.time() + params.get("wait", 30)
     done = threading.Event()
     failures: list[str] = []
+    fifo = bool(params.get("fifo"))
 
-    def handle(member: int, consumer, msg) -> None:
+    def handle(member: int, consumer, msg) -> bool:
+        """Act on one message; True when it was acked."""
         body = msg.body.split(b"#", 1)[0].decode(errors="replace")
         with lock:
             seen[body] = seen.get(body, 0) + 1
             count = seen[body]
         emit("recv", member=member, body=body, msg_id=msg.message_id, attempt=msg.delivery_attempt,
              handle=msg.receipt_handle, tag=msg.tag, keys=sorted(msg.keys or []), topic=msg.topic,
-             props=dict(msg.properties or {}), size=len(msg.body))
+             props=dict(msg.properties or {}), size=len(msg.body), message_group=msg.message_group)
         action = actions.get(body, "ack")
-        if count == 1 and action == "skip_once":
-            return
+        if (count == 1 and action == "skip_once") or action == "skip_always":
+            return False
         if count == 1 and action in ("change_once", "change_ack"):
             consumer.change_invisible_duration(msg, params.get("change_s", 2))
             emit("changed", member=member, body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
             if action == "change_once":
-                return
+                return False
         consumer.ack(msg)
         with lock:
             acked.add(body)
             if len(acked) >= params["expect"] and not done.is_set():
                 done.set()
         emit("acked", member=member, body=body, msg_id=msg.message_id, handle=msg.receipt_handle)
+        return True
 
     def run(member: int, consumer) -> None:
         try:
@@ -113,8 +119,14 @@ def consume(params: dict) -> int:
                     linger_end = linger_end or time.time() + params.get("linger", 0)
                     if time.time() >= linger_end:
                         return
+                held: set = set()  # fifo: message groups with an un-acked message in this batch
                 for msg in consumer.receive(params.get("batch", 16), params.get("invisible", 10)):
-                    handle(member, consumer, msg)
+                    if fifo and msg.message_group in held:
+                        emit("held", member=member, body=msg.body.split(b"#", 1)[0].decode(errors="replace"),
+                             attempt=msg.delivery_attempt, message_group=msg.message_group)
+                        continue
+                    if not handle(member, consumer, msg) and fifo and msg.message_group:
+                        held.add(msg.message_group)
         except Exception as exc:
             failures.append(f"member {member}: {type(exc).__name__}: {exc}")
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.broker.topics import DataVersion
@@ -42,9 +43,27 @@ def _coerce(kind: object, value: object) -> object:
     return "" if value is None else str(value)
 
 
+#: Apache 5.x's fields of the bean (4.9.8 has none of them): kept when a client sends them, written back
+#: as sent (in the bean's alphabetical order), never added to a group that came without them, so a 4.x
+#: tool reads 4.9.8's bytes. ``dict``/``list`` values are JSON objects/arrays kept whole.
+V5_FIELDS: dict[str, object] = {
+    "attributes": dict, "consumeMessageOrderly": bool, "consumeTimeoutMinute": int, "groupRetryPolicy": dict,
+    "groupSysFlag": int, "subscriptionDataSet": list,
+}
+
+
+def _coerce_v5(name: str, value: object) -> object:
+    kind = V5_FIELDS[name]
+    if kind in (dict, list):
+        if value is not None and not isinstance(value, kind):  # type: ignore[arg-type]
+            raise TypeError(f"cannot take {value!r} as {name}")
+        return value
+    return _coerce(kind, value)
+
+
 @dataclass
 class SubscriptionGroupConfig:
-    """Field names and order as fastjson writes the Java bean (alphabetical)."""
+    """Field names and order as fastjson writes the Java bean (alphabetical); 5.x fields in ``v5``."""
 
     brokerId: int = 0
     consumeBroadcastEnable: bool = True
@@ -55,14 +74,30 @@ class SubscriptionGroupConfig:
     retryMaxTimes: int = 16
     retryQueueNums: int = 1
     whichBrokerWhenConsumeSlowly: int = 1
+    v5: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @classmethod
     def from_json(cls, data: dict) -> "SubscriptionGroupConfig":
-        known = {k: _coerce(cls.__dataclass_fields__[k].type, data[k]) for k in cls.__dataclass_fields__ if k in data}
-        return cls(**known)
+        known = {f.name: _coerce(f.type, data[f.name]) for f in fields(cls) if f.name != "v5" and f.name in data}
+        v5 = {k: _coerce_v5(k, data[k]) for k in V5_FIELDS if k in data and data[k] is not None}
+        return cls(**known, v5=v5)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "v5"}
+        if self.v5:
+            out.update(self.v5)
+            out = dict(sorted(out.items()))
+        return out
+
+    @property
+    def consumeMessageOrderly(self) -> bool:
+        """5.x: the group consumes in order (its POP and its gRPC consumers' settings are FIFO)."""
+        return bool(self.v5.get("consumeMessageOrderly", False))
+
+    @property
+    def groupRetryPolicy(self) -> dict | None:
+        """5.x: the retry backoff told to gRPC consumers ({"type": "EXPONENTIAL"|"CUSTOMIZED", ...})."""
+        return self.v5.get("groupRetryPolicy")
 
 
 class SubscriptionGroupManager:

@@ -210,6 +210,34 @@ class GrpcBackend:
         delays = [int(d) for d in levels[2:]] or [1000]
         return self.group_is_fifo(group), retries + 1, delays
 
+    def exponential_backoff(self, group: str) -> tuple[int, int, float] | None:
+        """(initial ms, max ms, multiplier) when the group's 5.x groupRetryPolicy is EXPONENTIAL (Apache's
+        defaults 5 s, 2 h, 2 for what it leaves out); None for the customized retries of consumer_policy."""
+        config = self.broker.ctx.groups.find(group)
+        policy = getattr(config, "groupRetryPolicy", None)
+        if not isinstance(policy, dict) or str(policy.get("type", "")).upper() != "EXPONENTIAL":
+            return None
+        exp = policy.get("exponentialRetryPolicy") if isinstance(policy.get("exponentialRetryPolicy"), dict) else {}
+        try:
+            return int(exp.get("initial", 5000)), int(exp.get("max", 7_200_000)), float(exp.get("multiplier", 2))
+        except (TypeError, ValueError):
+            return None
+
+    def customized_delays(self, group: str) -> list[int] | None:
+        """The ``next`` delays (ms) of a CUSTOMIZED groupRetryPolicy that names them, else None."""
+        config = self.broker.ctx.groups.find(group)
+        policy = getattr(config, "groupRetryPolicy", None)
+        if not isinstance(policy, dict) or str(policy.get("type", "CUSTOMIZED")).upper() != "CUSTOMIZED":
+            return None
+        custom = policy.get("customizedRetryPolicy")
+        nxt = custom.get("next") if isinstance(custom, dict) else None
+        if not isinstance(nxt, list) or not nxt:
+            return None
+        try:
+            return [int(v) for v in nxt]
+        except (TypeError, ValueError):
+            return None
+
     def _select_queue(self, topic: str, message_group: str) -> int:
         """FIFO: the hash of the message group over the writable queues; otherwise round robin."""
         config = self.topic_config(topic)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from twisted.logger import Logger
 from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.client.pop import stamp_messages
 from rmqtx.client.util import java_fields
@@ -31,6 +32,7 @@ from rmqtx.remoting.headers import (
 if TYPE_CHECKING:
     from rmqtx.grpc.backend import GrpcBackend
 
+log = Logger(namespace="rmqtx.grpc")
 #: Broker answers that mean "nothing to hand out now" (the proxy's MESSAGE_NOT_FOUND).
 _EMPTY = (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND, ResponseCode.NO_MESSAGE)
 #: When the request names none (a push consumer's auto renew), as Apache's proxy default.
@@ -106,8 +108,13 @@ def _broker_error(response: RemotingCommand) -> Exception:
 
 
 async def receive(backend: "GrpcBackend", group: str, topic: str, expression_type: str, expression: str,
-                  batch: int, invisible_ms: int, poll_ms: int, fifo: bool, attempt_id: str = "") -> list[MessageExt]:
-    """POP_MESSAGE from every queue of the topic (queueId -1, as the proxy pops); [] when nothing came."""
+                  batch: int, invisible_ms: int, poll_ms: int, fifo: bool, attempt_id: str = "",
+                  max_attempts: int = 0) -> list[MessageExt]:
+    """POP_MESSAGE from every queue of the topic (queueId -1, as the proxy pops); [] when nothing came.
+
+    As the proxy filters a pop's result: a message delivered ``max_attempts`` times already (a FIFO
+    message popped again and again, whose count the broker keeps) goes to ``%DLQ%group`` instead, so
+    it no longer blocks its queue."""
     backend.topic_config(topic)
     if batch <= 0:
         raise _grpc_error("BAD_REQUEST", "batch_size must be positive")
@@ -123,10 +130,19 @@ async def receive(backend: "GrpcBackend", group: str, topic: str, expression_typ
     answer = PopMessageResponseHeader.from_command(response)
     msgs = decode_messages(response.body or b"", backend.broker_name)
     stamp_messages(msgs, topic, backend.broker_name, answer, fifo)
+    kept = []
     for msg in msgs:
-        msg.properties[keys.PROPERTY_POP_CK] = ReceiptHandle.encode(msg.properties[keys.PROPERTY_POP_CK],
-                                                                    msg.commit_log_offset)
-    return msgs
+        handle = ReceiptHandle.encode(msg.properties[keys.PROPERTY_POP_CK], msg.commit_log_offset)
+        msg.properties[keys.PROPERTY_POP_CK] = handle
+        if 0 < max_attempts <= msg.reconsume_times:
+            message_id = msg.properties.get("UNIQ_KEY") or msg.msg_id
+            try:
+                await to_dead_letter(backend, group, topic, handle, message_id, max_attempts)
+                continue
+            except Exception as exc:  # as the proxy: a failed forward hands the message out after all
+                log.info("gRPC receive: {id} not forwarded to the DLQ: {exc}", id=message_id, exc=exc)
+        kept.append(msg)
+    return kept
 
 
 def _parse_handle(text: str) -> ReceiptHandle:

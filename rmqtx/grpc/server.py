@@ -15,7 +15,7 @@ from twisted.application import service
 from twisted.internet import defer, threads
 from twisted.logger import Logger
 
-from rmqtx.grpc import consumer, stubs
+from rmqtx.grpc import consumer, offsets, stubs
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
 
 log = Logger(namespace="rmqtx.grpc")
@@ -27,16 +27,13 @@ MAX_WORKERS = 64
 MAX_INBOUND = 130 * 1024 * 1024
 #: Not built: these answer NOT_IMPLEMENTED.
 UNBUILT = {
-    "UpdateOffset": "UpdateOffsetResponse",
-    "GetOffset": "GetOffsetResponse",
-    "QueryOffset": "QueryOffsetResponse",
     "RecallMessage": "RecallMessageResponse",
     "SyncLiteSubscription": "SyncLiteSubscriptionResponse",
 }
 #: Told to consumers in their settings (Apache's proxy: 32 a receive, 20 s long polling by default).
 CONSUMER_BATCH = 32
 CONSUMER_LONG_POLLING_S = 20
-UNBUILT_STREAMS = {"PullMessage": "PullMessageResponse"}
+UNBUILT_STREAMS: dict[str, str] = {}
 
 
 def _metadata(context: Any, name: str) -> str:
@@ -216,11 +213,11 @@ class MessagingServicer:
             poll_ms = max(0, min(poll_ms, int((remaining - consumer.DEADLINE_MARGIN_S) * 1000)))
         expression = request.filter_expression
         sql = expression.type == self.d.FilterType.SQL
-        fifo = self._on_reactor(self.backend.group_is_fifo, group)
         try:
+            fifo, max_attempts, _ = self._on_reactor(self.backend.consumer_policy, group)
             msgs = self._on_reactor(consumer.receive, self.backend, group, topic, "SQL92" if sql else "TAG",
                                     expression.expression or "*", request.batch_size, invisible_ms, poll_ms, fifo,
-                                    request.attempt_id if request.HasField("attempt_id") else "")
+                                    request.attempt_id if request.HasField("attempt_id") else "", max_attempts)
         except GrpcError as exc:
             yield self.s.ReceiveMessageResponse(status=self._status(exc.code, exc.message))
             return
@@ -272,6 +269,65 @@ class MessagingServicer:
         except GrpcError as exc:
             return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status(exc.code, exc.message))
         return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status())
+
+    # -- offsets and pulls of one queue ----------------------------------------------------------
+    def _answer(self, response: str, func: Callable[..., Any], *args: Any, **fields: Any) -> Any:
+        """Run ``func`` on the reactor; ``response`` with OK and ``fields(result)``, or with the error's code."""
+        try:
+            result = self._on_reactor(func, self.backend, *args)
+        except GrpcError as exc:
+            return getattr(self.s, response)(status=self._status(exc.code, exc.message))
+        except Exception as exc:
+            log.failure("gRPC {what} failed", what=response)
+            return getattr(self.s, response)(status=self._status("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+        extra = {name: pick(result) for name, pick in fields.items()}
+        return getattr(self.s, response)(status=self._status(), **extra)
+
+    def GetOffset(self, request: Any, context: Any) -> Any:
+        """The group's committed offset of one queue (QUERY_CONSUMER_OFFSET)."""
+        return self._answer("GetOffsetResponse", offsets.get_offset, request.group.name,
+                            request.message_queue.topic.name, request.message_queue.id, offset=lambda r: r)
+
+    def QueryOffset(self, request: Any, context: Any) -> Any:
+        """A queue's offset by policy: BEGINNING, END or TIMESTAMP."""
+        known = self.d.QueryOffsetPolicy.values()
+        policy = self.d.QueryOffsetPolicy.Name(request.query_offset_policy) if request.query_offset_policy in known else ""
+        stamp = request.timestamp.ToMilliseconds() if request.HasField("timestamp") else None
+        return self._answer("QueryOffsetResponse", offsets.query_offset, request.message_queue.topic.name,
+                            request.message_queue.id, policy, stamp, offset=lambda r: r)
+
+    def UpdateOffset(self, request: Any, context: Any) -> Any:
+        """Commit the group's offset of one queue (UPDATE_CONSUMER_OFFSET)."""
+        return self._answer("UpdateOffsetResponse", offsets.update_offset, request.group.name,
+                            request.message_queue.topic.name, request.message_queue.id, request.offset)
+
+    def PullMessage(self, request: Any, context: Any) -> Any:
+        """PULL_MESSAGE of one queue from an offset, long polling: status, messages, then the next offset."""
+        queue = request.message_queue
+        topic = queue.topic.name
+        poll_ms = request.long_polling_timeout.ToMilliseconds() if request.HasField("long_polling_timeout") else 0
+        remaining = context.time_remaining()
+        if remaining is not None:
+            poll_ms = max(0, min(poll_ms, int((remaining - consumer.DEADLINE_MARGIN_S) * 1000)))
+        expression = request.filter_expression
+        kind = "SQL92" if expression.type == self.d.FilterType.SQL else "TAG"
+        try:
+            pulled = self._on_reactor(offsets.pull, self.backend, request.group.name, topic, queue.id, request.offset,
+                                      request.batch_size, kind, expression.expression or "*", poll_ms)
+        except GrpcError as exc:
+            yield self.s.PullMessageResponse(status=self._status(exc.code, exc.message))
+            return
+        except Exception as exc:
+            log.failure("gRPC pull failed")
+            yield self.s.PullMessageResponse(status=self._status("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+            return
+        if pulled.messages:
+            yield self.s.PullMessageResponse(status=self._status())
+        else:
+            yield self.s.PullMessageResponse(status=self._status("MESSAGE_NOT_FOUND", "no new message"))
+        for msg in pulled.messages:
+            yield self.s.PullMessageResponse(message=self._to_message(topic, msg))
+        yield self.s.PullMessageResponse(next_offset=pulled.next_offset)
 
     def _summary(self, first_error: GrpcError | None, count: int) -> Any:
         if first_error is None:
@@ -371,8 +427,9 @@ class MessagingServicer:
         return self.s.TelemetryCommand(status=self._status(), settings=reply)
 
     def _consumer_settings(self, reply: Any) -> None:
-        """What the proxy tells a consumer: batch size, long polling, FIFO, and its retries (the group's
-        retryMaxTimes + 1 attempts, waiting out the delay levels from level 3 on, as the broker retries)."""
+        """What the proxy tells a consumer: batch size, long polling, FIFO (the group's consumeMessageOrderly),
+        and its retries: the group's retryMaxTimes + 1 attempts, backing off as its 5.x groupRetryPolicy says,
+        or else waiting out the delay levels from level 3 on, as the broker retries."""
         group = reply.subscription.group.name
         fifo, attempts, delays = self._on_reactor(self.backend.consumer_policy, group)
         sub = reply.subscription
@@ -382,6 +439,14 @@ class MessagingServicer:
             sub.long_polling_timeout.FromSeconds(CONSUMER_LONG_POLLING_S)
         reply.backoff_policy.Clear()
         reply.backoff_policy.max_attempts = attempts
+        exponential = self._on_reactor(self.backend.exponential_backoff, group)
+        if exponential is not None:  # the group's 5.x groupRetryPolicy, as the proxy merges it
+            backoff = reply.backoff_policy.exponential_backoff
+            backoff.initial.FromMilliseconds(exponential[0])
+            backoff.max.FromMilliseconds(exponential[1])
+            backoff.multiplier = exponential[2]
+            return
+        delays = self._on_reactor(self.backend.customized_delays, group) or delays
         for delay_ms in delays:
             reply.backoff_policy.customized_backoff.next.add().FromMilliseconds(delay_ms)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -294,8 +295,10 @@ def _update_group_opts(p: argparse.ArgumentParser) -> None:
     _opt(p, "s", "consumeEnable", "consume enable")
     _opt(p, "m", "consumeFromMinEnable", "from min offset")
     _opt(p, "d", "consumeBroadcastEnable", "broadcast")
+    _opt(p, "o", "consumeMessageOrderly", "consume message orderly")
     _opt(p, "q", "retryQueueNums", "retry queue nums")
     _opt(p, "r", "retryMaxTimes", "retry max times")
+    _opt(p, "p", "groupRetryPolicy", "the json string of retry policy (5.x)")
     _opt(p, "i", "brokerId", "consumer from which broker id")
     _opt(p, "w", "whichBrokerWhenConsumeSlowly", "which broker id when consume slowly")
     _opt(p, "a", "notifyConsumerIdsChanged", "notify consumerId changed")
@@ -314,6 +317,12 @@ async def update_sub_group(ops: AdminOps, a: argparse.Namespace, out: TextIO) ->
         "retryQueueNums": int(a.q) if a.q else 1,
         "whichBrokerWhenConsumeSlowly": int(a.w) if a.w else 1,
     }
+    # 5.x mqadmin's options: sent only when given, so a 4.9.8 broker's tools see 4.9.8's bean
+    if a.o is not None:
+        config["consumeMessageOrderly"] = _bool(a.o, False)
+    if a.p is not None:
+        config["groupRetryPolicy"] = json.loads(a.p)
+    config = dict(sorted(config.items()))  # fastjson writes the bean's fields in this order
     for addr in [a.b.strip()] if a.b else await ops.masters(a.c.strip()):
         await ops.create_group(addr, config)
         out.write(f"create subscription group to {addr} success.\n")

@@ -102,6 +102,12 @@ class ConsumerCommandsTest(AdminTestCase):
         out = await self.ok("updateSubGroup", "-b", self.cluster.broker_addr, "-g", "G_admin")
         self.assertTrue(out.startswith(f"create subscription group to {self.cluster.broker_addr} success.\nSubscriptionGroupConfig [groupName=G_admin, consumeEnable=true"))
         self.assertIn("G_admin", self.cluster.broker.ctx.groups.table)
+        self.assertFalse(self.cluster.broker.ctx.groups.table["G_admin"].v5, "no 5.x field unless given")
+        await self.ok("updateSubGroup", "-b", self.cluster.broker_addr, "-g", "G_fifo", "-o", "true", "-p",
+                      '{"type":"EXPONENTIAL","exponentialRetryPolicy":{"initial":1000,"max":60000,"multiplier":2}}')
+        fifo = self.cluster.broker.ctx.groups.table["G_fifo"]  # as 5.x mqadmin updateSubGroup -o true -p ...
+        self.assertTrue(fifo.consumeMessageOrderly)
+        self.assertEqual(fifo.groupRetryPolicy["type"], "EXPONENTIAL")
 
         await self.ok("updateTopic", "-c", "DefaultCluster", "-t", "T_fix", "-r", "2", "-w", "2")
         await self.until_routed("T_fix")

@@ -79,8 +79,8 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(beat.status.code, self.code("OK"))
         anonymous = self.stub.Heartbeat(s.HeartbeatRequest(client_type=d.ClientType.PRODUCER), timeout=5)
         self.assertEqual(anonymous.status.code, self.code("CLIENT_ID_REQUIRED"))
-        offset = self.stub.GetOffset(s.GetOffsetRequest(), metadata=METADATA, timeout=5)
-        self.assertEqual(offset.status.code, self.code("NOT_IMPLEMENTED"))
+        lite = self.stub.SyncLiteSubscription(s.SyncLiteSubscriptionRequest(), metadata=METADATA, timeout=5)
+        self.assertEqual(lite.status.code, self.code("NOT_IMPLEMENTED"))
         bye = self.stub.NotifyClientTermination(s.NotifyClientTerminationRequest(), metadata=METADATA, timeout=5)
         self.assertEqual(bye.status.code, self.code("OK"))
 
@@ -116,6 +116,47 @@ class StatusCodeTest(unittest.TestCase):
             entries=[s.AckMessageEntry(message_id="01AA", receipt_handle="not a handle")]), metadata=METADATA, timeout=5)
         self.assertEqual(bogus.status.code, self.code("INVALID_RECEIPT_HANDLE"))
         self.assertEqual(bogus.entries[0].status.code, self.code("INVALID_RECEIPT_HANDLE"))
+        self._fifo_group_assignment_and_settings()
+
+    def _fifo_group_assignment_and_settings(self) -> None:
+        """An orderly group (5.x consumeMessageOrderly) is assigned each readable queue, and its consumers'
+        settings say FIFO, with its retryMaxTimes + 1 attempts and its groupRetryPolicy's backoff."""
+        d, s = self.d, self.s
+        from rmqtx.common import fastjson
+        from rmqtx.remoting.codes import RequestCode, ResponseCode
+        from rmqtx.remoting.command import RemotingCommand
+        from tests.e2e.harness import call
+
+        for name, policy in (("GID_status_fifo", {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 2000]}}),
+                             ("GID_status_exp", {"type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": 500, "max": 8000,
+                                                                                                   "multiplier": 3}})):
+            body = fastjson.dumps({"consumeMessageOrderly": name.endswith("fifo"), "groupName": name,
+                                   "groupRetryPolicy": policy, "retryMaxTimes": 2})
+            resp = call(self.server.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, None, body=body))
+            self.assertEqual(resp.code, ResponseCode.SUCCESS)
+        assignment = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="GRPC_STATUS"),
+                                                                        group=d.Resource(name="GID_status_fifo")),
+                                               metadata=METADATA, timeout=5)
+        self.assertEqual([a.message_queue.id for a in assignment.assignments], [0, 1], "each queue of an orderly group")
+
+        def settings(group: str) -> object:
+            mine = d.Settings(client_type=d.ClientType.SIMPLE_CONSUMER,
+                              subscription=d.Subscription(group=d.Resource(name=group)))
+            replies = self.stub.Telemetry(iter([s.TelemetryCommand(settings=mine)]), metadata=METADATA, timeout=5)
+            return next(iter(replies)).settings
+
+        fifo = settings("GID_status_fifo")
+        self.assertTrue(fifo.subscription.fifo)
+        self.assertEqual(fifo.backoff_policy.max_attempts, 3)
+        self.assertEqual([t.ToMilliseconds() for t in fifo.backoff_policy.customized_backoff.next], [1000, 2000])
+        exp = settings("GID_status_exp")
+        self.assertFalse(exp.subscription.fifo)
+        backoff = exp.backoff_policy.exponential_backoff
+        self.assertEqual((backoff.initial.ToMilliseconds(), backoff.max.ToMilliseconds(), backoff.multiplier), (500, 8000, 3.0))
+        plain = settings("GID_status")
+        self.assertFalse(plain.subscription.fifo)
+        self.assertEqual(plain.backoff_policy.max_attempts, 17, "retryMaxTimes 16, and the delay levels from 3 on")
+        self.assertEqual(plain.backoff_policy.customized_backoff.next[0].ToMilliseconds(), 10_000)
 
     def _receive_without_polling_timeout(self) -> None:
         """golang/v5 names no long_polling_timeout: the endpoint long polls for the deadline less half the
@@ -190,6 +231,72 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(forward.status.code, self.code("OK"))
         dead = pull_queue(self.server.broker, "%DLQ%GID_dlq", 0)
         self.assertEqual([(m.body, m.msg_id) for m in dead], [(b"to-dlq", "01DLQ")])
+
+    def test_offsets_and_pull(self) -> None:
+        """GetOffset / UpdateOffset over the group's committed offsets, QueryOffset by policy over the store,
+        and PullMessage of one queue from an offset (status, messages, next offset; long polling)."""
+        d, s = self.d, self.s
+        queue = d.MessageQueue(topic=d.Resource(name="GRPC_STATUS"), id=1)
+        group = d.Resource(name="GID_offsets")
+        before_ms = int(time.time() * 1000) - 1000
+        for i in range(3):
+            self.server.send_to_queue("GRPC_STATUS", 1, f"p{i}")
+
+        def query(policy: str, **extra: object) -> tuple[int, int]:
+            resp = self.stub.QueryOffset(s.QueryOffsetRequest(message_queue=queue, query_offset_policy=d.QueryOffsetPolicy.Value(policy),
+                                                              **extra), metadata=METADATA, timeout=5)
+            return resp.status.code, resp.offset
+
+        def stamp(ms: int) -> object:
+            out = self.d.Message().system_properties.born_timestamp  # a google.protobuf.Timestamp
+            out.FromMilliseconds(ms)
+            return out
+
+        ok = self.code("OK")
+        self.assertEqual(query("BEGINNING"), (ok, 0))
+        self.assertEqual(query("END"), (ok, 3))
+        self.assertEqual(query("TIMESTAMP", timestamp=stamp(before_ms)), (ok, 0))
+        # past the last message: its offset, as SEARCH_OFFSET_BY_TIMESTAMP answers (Java's search in the consume queue)
+        self.assertEqual(query("TIMESTAMP", timestamp=stamp(int(time.time() * 1000) + 60_000)), (ok, 2))
+        self.assertEqual(query("TIMESTAMP")[0], self.code("BAD_REQUEST"), "TIMESTAMP without a timestamp")
+        far = self.stub.QueryOffset(s.QueryOffsetRequest(message_queue=d.MessageQueue(topic=d.Resource(name="GRPC_STATUS"), id=7)),
+                                    metadata=METADATA, timeout=5)
+        self.assertEqual(far.status.code, self.code("BAD_REQUEST"), "no such queue")
+
+        def get() -> tuple[int, int]:
+            resp = self.stub.GetOffset(s.GetOffsetRequest(group=group, message_queue=queue), metadata=METADATA, timeout=5)
+            return resp.status.code, resp.offset
+
+        def update(offset: int) -> int:
+            return self.stub.UpdateOffset(s.UpdateOffsetRequest(group=group, message_queue=queue, offset=offset),
+                                          metadata=METADATA, timeout=5).status.code
+
+        self.assertEqual(get(), (ok, 0), "no offset yet, the queue still starts in memory: 0, as QUERY_CONSUMER_OFFSET")
+        self.assertEqual(update(2), ok)
+        self.assertEqual(get(), (ok, 2))
+        self.assertEqual(update(-1), self.code("ILLEGAL_OFFSET"))
+        anonymous = self.stub.GetOffset(s.GetOffsetRequest(message_queue=queue), metadata=METADATA, timeout=5)
+        self.assertEqual(anonymous.status.code, self.code("ILLEGAL_CONSUMER_GROUP"))
+
+        def pull(offset: int, tag: str = "*", poll_s: int = 0) -> list:
+            request = s.PullMessageRequest(group=group, message_queue=queue, offset=offset, batch_size=16,
+                                           filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression=tag))
+            request.long_polling_timeout.FromSeconds(poll_s)
+            return list(self.stub.PullMessage(request, metadata=METADATA, timeout=poll_s + 5))
+
+        got = pull(1)
+        self.assertEqual(got[0].status.code, ok)
+        self.assertEqual([r.message.body for r in got if r.HasField("message")], [b"p1", b"p2"])
+        self.assertEqual([r.message.system_properties.queue_offset for r in got if r.HasField("message")], [1, 2])
+        self.assertEqual(got[-1].next_offset, 3, "status, messages, then the next offset")
+        self.assertEqual(get(), (ok, 2), "a pull commits nothing")
+        other = pull(0, tag="Other")
+        self.assertEqual((other[0].status.code, other[-1].next_offset), (self.code("MESSAGE_NOT_FOUND"), 3))
+        started = time.monotonic()
+        empty = pull(3, poll_s=1)
+        self.assertEqual([r.status.code for r in empty if r.HasField("status")], [self.code("MESSAGE_NOT_FOUND")])
+        self.assertEqual(empty[-1].next_offset, 3)
+        self.assertGreater(time.monotonic() - started, 0.9, "long polled for long_polling_timeout")
 
 
 class ImpliedPollingTest(unittest.TestCase):

@@ -30,9 +30,12 @@ JOBS = 6  # two cores: more parallel JVM start-ups only make the clients' own ti
 
 
 def allowed_skips(client: str) -> dict[str, str]:
-    """scenario title -> the reason a driver gives for a scenario its library has no API for."""
+    """scenario title -> the reason a driver gives for a scenario its library has no API for, or the reason a
+    scenario for some columns only (``Scenario.clients``) gives the others."""
     by_key = {s.key: s.title for s in SCENARIOS}
-    return {by_key[key]: reason for key, reason in DRIVERS[client].unsupported.items()}
+    out = {s.title: s.clients_reason for s in SCENARIOS if s.clients and client not in s.clients}
+    out.update({by_key[key]: reason for key, reason in DRIVERS[client].unsupported.items()})
+    return out
 
 
 _run: tuple[int, str, str] | None = None

@@ -104,6 +104,10 @@ class PopTest(unittest.TestCase):
             r, again = pop(s, "GO", "PopO", queue_id=0, order=True, max_nums=2, invisible_ms=60000, poll_ms=1000)
         self.assertEqual([m.body for m in again], [b"o0", b"o1"])
         self.assertIn("0 qo0%0 1", r.ext_fields["orderCountInfo"].split(";"))
+        # a shorter invisible time for o0 alone: o1 is still invisible for its 60 s, so the queue stays locked
+        self.assertEqual(change_invisible(s, "GO", again[0], 300).code, ResponseCode.SUCCESS)
+        r, held = pop(s, "GO", "PopO", queue_id=0, order=True, max_nums=2, poll_ms=800)
+        self.assertEqual(held, [], "unlocked while o1 was still invisible")
         for m in again:
             self.assertEqual(ack(s, "GO", m).code, ResponseCode.SUCCESS)
         r, last = pop(s, "GO", "PopO", queue_id=0, order=True, poll_ms=3000)

@@ -22,6 +22,13 @@ class OrderInfo:
     offsets: list[int]
     acked: set[int] = field(default_factory=set)
     counts: dict[int, int] = field(default_factory=dict)
+    #: offset -> when it becomes visible again, for offsets whose invisible time was changed (5.x keeps it per offset)
+    next_visible: dict[int, int] = field(default_factory=dict)
+
+    def locked_until(self) -> int:
+        """When the last un-acked offset becomes visible again (0 when all are acked)."""
+        default = self.pop_time + self.invisible_time
+        return max((self.next_visible.get(off, default) for off in self.offsets if off not in self.acked), default=0)
 
     def next_offset(self) -> int:
         """The first un-acked offset, or one past the last when all are acked."""
@@ -42,7 +49,7 @@ class OrderInfoManager:
             return False
         if attempt_id and attempt_id == info.attempt_id:
             return False  # the same client retrying its request gets the same messages
-        return now_ms < info.pop_time + info.invisible_time
+        return now_ms < info.locked_until()
 
     def update(self, topic: str, group: str, queue_id: int, attempt_id: str | None, pop_time: int,
                invisible_time: int, offsets: list[int], out: list[str]) -> None:
@@ -78,14 +85,14 @@ class OrderInfoManager:
 
     def change_invisible(self, topic: str, group: str, queue_id: int, offset: int, pop_time: int,
                          now_ms: int, invisible_time: int) -> int | None:
-        """An orderly CHANGE_MESSAGE_INVISIBLETIME: the lock ends ``invisible_time`` from now; the pop
-        keeps its time (acks name it), so the answer is the invisible time counted from it, or None
-        when the pop is gone."""
+        """An orderly CHANGE_MESSAGE_INVISIBLETIME: this offset becomes visible ``invisible_time`` from now
+        (the queue stays locked while any un-acked offset is invisible); the pop keeps its time (acks name
+        it), so the answer is the invisible time counted from it, or None when the pop is gone."""
         info = self.table.get((topic, group, queue_id))
         if info is None or info.pop_time != pop_time or offset not in info.offsets:
             return None
-        info.invisible_time = now_ms + invisible_time - pop_time
-        return info.invisible_time
+        info.next_visible[offset] = now_ms + invisible_time
+        return now_ms + invisible_time - pop_time
 
     def clear(self, topic: str, group: str, queue_id: int) -> None:
         self.table.pop((topic, group, queue_id), None)

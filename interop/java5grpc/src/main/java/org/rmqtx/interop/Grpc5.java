@@ -39,7 +39,8 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 
 /**
  * The java5grpc driver: rocketmq-client-java (the 5.x gRPC SDK) as a producer, and with op "consume"
- * as SimpleConsumers. Reads the same JSON params as interop/py5/driver.py on stdin and prints the same
+ * as SimpleConsumers (with "fifo", a message group with an un-acked message in a batch has the rest of
+ * it in that batch held, as an orderly consumer does). Reads the same JSON params as interop/py5/driver.py on stdin and prints the same
  * events (one JSON object per line).
  */
 public final class Grpc5 {
@@ -118,6 +119,8 @@ public final class Grpc5 {
         int expect = params.get("expect").getAsInt();
         int members = (int) num(params, "members", 1);
         long invisible = (long) num(params, "invisible", 10);
+        int batch = (int) num(params, "batch", 16);
+        boolean fifo = params.has("fifo") && params.get("fifo").getAsBoolean();
         long deadline = System.currentTimeMillis() + (long) (num(params, "wait", 30) * 1000);
         long linger = (long) (num(params, "linger", 0) * 1000);
         Map<String, Integer> seen = new HashMap<>();
@@ -145,11 +148,18 @@ public final class Grpc5 {
                                 return;
                             }
                         }
-                        for (MessageView view : consumer.receive(16, Duration.ofSeconds(invisible))) {
+                        Set<String> held = new HashSet<>(); // fifo: groups with an un-acked message in this batch
+                        for (MessageView view : consumer.receive(batch, Duration.ofSeconds(invisible))) {
                             ByteBuffer buffer = view.getBody();
                             byte[] bytes = new byte[buffer.remaining()];
                             buffer.get(bytes);
                             String body = new String(bytes, StandardCharsets.UTF_8).split("#", 2)[0];
+                            String messageGroup = view.getMessageGroup().orElse(null);
+                            if (fifo && messageGroup != null && held.contains(messageGroup)) {
+                                emit("held", fields("member", member, "body", body, "attempt", view.getDeliveryAttempt(),
+                                    "message_group", messageGroup));
+                                continue;
+                            }
                             int count;
                             synchronized (seen) {
                                 count = seen.merge(body, 1, Integer::sum);
@@ -157,9 +167,13 @@ public final class Grpc5 {
                             emit("recv", fields("member", member, "body", body, "msg_id", view.getMessageId().toString(),
                                 "attempt", view.getDeliveryAttempt(), "tag", view.getTag().orElse(null),
                                 "keys", new TreeSet<>(view.getKeys()), "topic", view.getTopic(),
-                                "props", view.getProperties(), "size", bytes.length));
+                                "props", view.getProperties(), "size", bytes.length,
+                                "message_group", messageGroup));
                             String action = actions.getOrDefault(body, "ack");
-                            if (count == 1 && "skip_once".equals(action)) {
+                            if ((count == 1 && "skip_once".equals(action)) || "skip_always".equals(action)) {
+                                if (fifo && messageGroup != null) {
+                                    held.add(messageGroup);
+                                }
                                 continue;
                             }
                             consumer.ack(view);
