@@ -15,6 +15,7 @@ from rmqtx.broker.processors.pop import PopProcessor
 from rmqtx.broker.processors.pop_peek import PeekProcessor
 from rmqtx.broker.processors.pull import PullProcessor
 from rmqtx.broker.processors.query import QueryProcessor
+from rmqtx.broker.processors.recall import RecallProcessor
 from rmqtx.broker.processors.reply import ReplyProcessor
 from rmqtx.broker.processors.send import SendProcessor
 from rmqtx.broker.processors.transaction import EndTransactionProcessor
@@ -37,4 +38,5 @@ ALL = (
     PeekProcessor,
     AckProcessor,
     AssignmentProcessor,
+    RecallProcessor,
 )
