@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import struct
 import time
 import unittest
 
@@ -138,6 +139,18 @@ class TimerDeliveryTest(TimerCase):
         self.assertIn(table["timerReadBehind"], ("0", "1"))
         for key in ("timerEnqueueTps", "timerDequeueTps"):
             self.assertRegex(table[key], r"^[0-9]+\.[0-9]+$")
+        # what a 5.x slave reads from its master: the checkpoint (seven longs) and the waiting counts
+        check = call(self.server.broker, RemotingCommand(RequestCode.GET_TIMER_CHECK_POINT))
+        self.assertEqual((check.code, len(check.body)), (0, 56))
+        read_ms, _, queue_offset, master_offset, _, _, _ = struct.unpack(">7q", check.body)
+        top = call(self.server.broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "rmq_sys_wheel_timer", "queueId": 0}))
+        top_offset = int(top.ext_fields["offset"])
+        self.assertGreaterEqual(top_offset, 71)  # 71 sent, and those that went round again
+        self.assertEqual((queue_offset, master_offset), (top_offset, top_offset))  # every one of them read
+        self.assertLessEqual(read_ms, now_ms())
+        metrics = call(self.server.broker, RemotingCommand(RequestCode.GET_TIMER_METRICS))
+        self.assertEqual(metrics.code, 0)
+        self.assertEqual(json.loads(metrics.body)["timingCount"]["T_timer"]["count"], 0)
 
     def test_runtime_figures_count_what_waits(self) -> None:
         due = now_ms() + 20_000
@@ -243,6 +256,10 @@ class TimerDisabledTest(unittest.TestCase):
         self.assertEqual((resp.code, resp.remark), (1, "accurate timer message is not enabled, timerWheelEnable is false"))
         self.assertEqual(sender.send(TOPIC, b"plain", 0).code, 0)
         self.assertFalse(TIMER_RUNTIME_KEYS & set(runtime_table(server.broker)))  # 4.9.8's table without the wheel
+        for code, remark in ((RequestCode.GET_TIMER_CHECK_POINT, "The checkpoint is null"),
+                             (RequestCode.GET_TIMER_METRICS, "The timer message store is null")):
+            resp = call(server.broker, RemotingCommand(code))
+            self.assertEqual((resp.code, resp.remark), (1, remark))
         # recall is off unless recallMessageEnable=true (Java 5.3's default)
         resp = recall(server.broker, TOPIC, "anything")
         self.assertEqual((resp.code, resp.remark, resp.ext_fields), (16, "recall failed, operation is forbidden",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rmqtx.broker.processors.ack import AckProcessor
 from rmqtx.broker.processors.admin import TopicAdminProcessor
+from rmqtx.broker.processors.admin_5x import Admin5xProcessor
 from rmqtx.broker.processors.admin_clients import ClientAdminProcessor
 from rmqtx.broker.processors.admin_groups import GroupAdminProcessor
 from rmqtx.broker.processors.admin_runtime import RuntimeAdminProcessor
@@ -39,4 +40,5 @@ ALL = (
     AckProcessor,
     AssignmentProcessor,
     RecallProcessor,
+    Admin5xProcessor,
 )
