@@ -29,7 +29,6 @@ UNBUILT = {
     "UpdateOffset": "UpdateOffsetResponse",
     "GetOffset": "GetOffsetResponse",
     "QueryOffset": "QueryOffsetResponse",
-    "RecallMessage": "RecallMessageResponse",
     "SyncLiteSubscription": "SyncLiteSubscriptionResponse",
 }
 #: Told to consumers in their settings (Apache's proxy: 32 a receive, 20 s long polling by default).
@@ -256,6 +255,15 @@ class MessagingServicer:
         except GrpcError as exc:
             return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status(exc.code, exc.message))
         return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status())
+
+    def RecallMessage(self, request: Any, context: Any) -> Any:
+        from rmqtx.grpc.recall import recall
+
+        try:
+            message_id = self._on_reactor(recall, self.backend, request.topic.name, request.recall_handle)
+        except GrpcError as exc:
+            return self.s.RecallMessageResponse(status=self._status(exc.code, exc.message))
+        return self.s.RecallMessageResponse(status=self._status(), message_id=message_id)
 
     def _summary(self, first_error: GrpcError | None, count: int) -> Any:
         if first_error is None:
