@@ -210,6 +210,7 @@ class TimerDeliveryTest(TimerCase):
             (TOPIC, handle_of(f"v1 {TOPIC} broker-b {at} U1"), (604, "recall failed, broker service not available")),
             (TOPIC, handle_of(f"v1 {TOPIC} broker-a {now_ms() - 1} U1"), (604, "recall failed, timestamp invalid")),
             (TOPIC, handle_of(f"v1 {TOPIC} broker-a x{at} U1"), (604, "recall failed, timestamp invalid")),
+            (TOPIC, handle_of(f"v1 {TOPIC} broker-a {'9' * 5000} U1"), (604, "recall failed, timestamp invalid")),
             (TOPIC, handle_of(f"v1 {TOPIC} broker-a {now_ms() + 61_000} U1"), (604, "recall failed, timestamp invalid")),
         ):
             got_answer = recall(self.server.broker, topic, sent)

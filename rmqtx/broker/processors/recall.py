@@ -39,6 +39,14 @@ class RecallMessageRequestHeader(CommandHeader):
     producerGroup: Optional[str] = None
 
 
+def _to_long(text: str) -> int:
+    """NumberUtils.toLong(text, -1): a Java long, else -1."""
+    if len(text) > 20 or not _LONG.match(text):
+        return -1
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else -1
+
+
 class RecallProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
@@ -76,7 +84,7 @@ class RecallProcessor:
             return answer(ResponseCode.ILLEGAL_OPERATION, _NOT_AVAILABLE)
         timer = ctx.timer
         max_delay_ms = (timer.cfg.timerMaxDelaySec if timer is not None else 3 * 24 * 3600) * 1000
-        timestamp = int(handle.timestamp) if _LONG.match(handle.timestamp) and -(2**63) <= int(handle.timestamp) < 2**63 else -1
+        timestamp = _to_long(handle.timestamp)
         left = timestamp - int(time.time() * 1000)
         if left <= 0 or left >= max_delay_ms:
             return answer(ResponseCode.ILLEGAL_OPERATION, "recall failed, timestamp invalid")
