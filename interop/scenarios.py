@@ -275,8 +275,11 @@ def timer_build(ctx: Context) -> dict:
     """Specs carry ``timer``: one of ``delay_ms`` (setDelayTimeMs), ``delay_sec`` (setDelayTimeSec) or
     ``deliver_in_ms`` (setDeliverTimeMs with the sender's clock plus this, read after ``at``)."""
     kinds = ({"delay_ms": 1500}, {"delay_sec": 2}, {"deliver_in_ms": 2500}, {"delay_ms": 3200})
-    msgs = [dict(m, timer=t) for t, m in zip(kinds, messages("timer", len(kinds)))]
-    return {"messages": msgs, "settle": SETTLE}
+    msgs = [dict(m, timer=t) for t, m in zip(kinds, messages("timer", len(kinds) + 1))]
+    # a driver that can (the 5.3 remoting client) also sends this one and recalls it (RECALL_MESSAGE); due before
+    # the last of ``messages``, so once they are all in its slot has been read
+    recall = dict(messages("timer", len(kinds) + 1)[-1], timer={"delay_ms": 2200})
+    return {"messages": msgs, "recall": [recall], "settle": SETTLE}
 
 
 def timer_check(events: Events, params: dict, probe: Probe) -> str | None:
@@ -290,6 +293,14 @@ def timer_check(events: Events, params: dict, probe: Probe) -> str | None:
             return f"{m['timer']} delivered after {waited:.3f} s, before it was due"
         if waited > due + TIMER_LATE_S:
             return f"{m['timer']} delivered after {waited:.3f} s, more than {TIMER_LATE_S:g} s late"
+    recalled = {e["body"]: e for e in events if e["kind"] == "recalled"}
+    for m in params.get("recall", ()):
+        if m["body"] in sent and m["body"] not in recalled:
+            return f"{m['body']} sent to be recalled but not recalled"
+        if m["body"] in recalled and recalled[m["body"]].get("msg_id") != next(
+                e.get("msg_id") for e in events if e["kind"] == "sent" and e["body"] == m["body"]):
+            return f"recalling {m['body']} answered {recalled[m['body']].get('msg_id')}, not its message id"
+    # a recalled message arriving shows as unexpected here
     return first(errors(events), delivered_exactly(events, params["messages"]))
 
 

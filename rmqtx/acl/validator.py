@@ -97,6 +97,8 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
     elif code in _POP_READS:
         need[_required(ext, "topic")] = SUB
         need[_retry(_required(ext, "consumerGroup"))] = SUB  # type: ignore[index]
+    elif code == RequestCode.RECALL_MESSAGE:  # a write to the topic (5.3's ACL 2.0 asks PUB)
+        need[_required(ext, "topic")] = PUB
     elif code in _POP_ACKS:
         topic = _required(ext, "topic")
         if not topic.startswith(RETRY_PREFIX):  # an ack of a pop-retry message names %RETRY%group_topic

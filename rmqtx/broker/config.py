@@ -51,9 +51,11 @@ STORE_KEYS = frozenset(
 GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"})
 #: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
+#: Java 5.3's recall switches (rmqtx.broker.processors.recall reads them from the properties).
+RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
-                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS
 
 
 @dataclass

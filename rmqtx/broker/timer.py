@@ -5,6 +5,10 @@ topic (TIMER_OUT_MS, REAL_TOPIC, REAL_QID added). An enqueue step reads that top
 each message into the wheel slot of its due time (a unit in the timer log); a dequeue step reads
 slots as their time passes and puts each message back on its real topic. Due times further away than
 the roll window park in a nearer slot and go round again through the timer topic (TIMER_ROLL_TIMES).
+A message with TIMER_DEL_UNIQKEY ("realTopic+uniqKey", sent by RECALL_MESSAGE or a client) is linked
+into the same slot as the message it cancels, marked MAGIC_DELETE; reading a slot first collects
+those keys and then skips the messages they name, so a cancel holds across restarts (both are in
+the files).
 All of it runs on the reactor in bounded batches; only syncing the files to disk runs in a thread.
 """
 
@@ -18,13 +22,13 @@ from twisted.internet import defer, task, threads
 from twisted.logger import Logger
 
 from rmqtx.broker.reput import copy_of, delay_level
-from rmqtx.common.javacompat import java_string_hash
-from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties
+from rmqtx.common.javacompat import java_float, java_string_hash
+from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_UNIQ_KEY, parse_properties
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.store.record import RecordError, decode_record
 from rmqtx.store.results import PutStatus
 from rmqtx.store.timer import (
-    BLANK_SLOTS, MAGIC_DEFAULT, MAGIC_ROLL, SLOTS_TOTAL, UNIT, TimerConfig, TimerFiles,
+    BLANK_SLOTS, MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL, SLOTS_TOTAL, UNIT, TimerConfig, TimerFiles,
 )
 
 log = Logger(namespace="rmqtx.broker.timer")
@@ -45,6 +49,8 @@ TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
 ENQUEUE_BATCH = 256
 DEQUEUE_UNITS = 512
 EMPTY_SLOTS = 4096
+#: How far past a message already due when enqueued the timer topic is searched for its cancel.
+LATE_CANCEL_LOOKAHEAD = 1024
 #: Java checks every 30 s for timer log files that only name deleted messages.
 CLEAN_INTERVAL_S = 30.0
 _LONG = re.compile(r"[+-]?[0-9]+\Z")
@@ -69,6 +75,40 @@ def is_timer_request(props: dict[str, str]) -> bool:
     return TIMER_DELIVER_MS in props or TIMER_DELAY_SEC in props or TIMER_DELAY_MS in props
 
 
+def delete_key(real_topic: str, uniq_key: str) -> str:
+    """The TIMER_DEL_UNIQKEY value that cancels the timer message ``uniq_key`` of ``real_topic``."""
+    return f"{real_topic}+{uniq_key}"
+
+
+def _cancels(magic: int) -> bool:
+    """A unit that cancels another in its slot (a rolling one only goes round again)."""
+    return bool(magic & MAGIC_DELETE) and not magic & MAGIC_ROLL
+
+
+class TpsCounter:
+    """Java's PerfCounter rate: a window of at least 10 s, closed by the first count after it, gives
+    (count + 0.1) * 1000 / elapsed ms; read as 0.0 once 13 s pass without a window closing."""
+
+    WINDOW_MS = 10_000
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.start = int(clock() * 1000)
+        self.count = 0
+        self.last_tps = 0.0
+
+    def flow(self, n: int = 1) -> None:
+        self.count += n
+        now = int(self.clock() * 1000)
+        if now - self.start >= self.WINDOW_MS:
+            self.last_tps = (self.count + 0.1) * 1000 / (now - self.start)
+            self.start, self.count = now, 0
+
+    def tps(self) -> str:
+        fresh = int(self.clock() * 1000) - self.start <= self.WINDOW_MS + 3000
+        return java_float(self.last_tps if fresh else 0.0)
+
+
 class TimerMessageService:
     """The timer wheel of one broker: send-path redirect, enqueue, dequeue, flush, recovery."""
 
@@ -87,8 +127,14 @@ class TimerMessageService:
         self._syncing = False
         self._sync_d = None
         self._dirty = True
-        self._slot_chain: tuple[tuple[int, int, int], list[tuple]] | None = None
+        self._slot_chain: tuple[tuple[int, int, int], list[tuple], dict[str, str]] | None = None
         self._running = False
+        self._late_cancels: set[str] | None = None
+        self._late_seen: dict[str, None] = {}  # cancels that came due before being linked, oldest first
+        #: Units counted in the wheel from the read time on (Java's timerCongestNum), kept as they change.
+        self.congest = 0
+        self.enqueue_rate = TpsCounter(clock)
+        self.dequeue_rate = TpsCounter(clock)
 
     # -- send path ----------------------------------------------------------------------------
     def redirect(self, topic: str, queue_id: int, props: dict[str, str], sys_flag: int) -> tuple[str, int, Refusal | None]:
@@ -151,7 +197,7 @@ class TimerMessageService:
         last_unit = None
         start = max(0, check.last_flush_pos - self.cfg.mappedFileSizeTimerLog)
         for pos, unit in files.log.recover(start):
-            files.wheel.revise(unit[3] + unit[4], pos)
+            files.wheel.revise(unit[3] + unit[4], pos, -1 if unit[2] & MAGIC_DELETE else 1)
             last_unit = unit
         self.queue_offset = check.last_queue_offset
         if last_unit is not None:  # units enqueued after the checkpoint last moved
@@ -169,6 +215,7 @@ class TimerMessageService:
         if self.read_ms != check.last_read_time_ms:
             check.set(last_read_time_ms=self.read_ms, slot_done=0)
         check.set(last_queue_offset=self.queue_offset, master_queue_offset=self.queue_offset)
+        self.congest = files.wheel.count_from(self.read_ms)
         log.info("timer wheel loaded: read time {read}, timer queue offset {offset}, timer log at {pos}",
                  read=self.read_ms, offset=self.queue_offset, pos=files.log.write_pos)
 
@@ -219,6 +266,7 @@ class TimerMessageService:
             return
         store = self.store
         done = 0
+        self._late_cancels = None
         offset = max(self.queue_offset, store.get_min_offset_in_queue(TIMER_TOPIC, 0))
         max_offset = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
         while offset < max_offset and done < ENQUEUE_BATCH:
@@ -231,7 +279,7 @@ class TimerMessageService:
                 offset = result.next_begin_offset
                 continue
             for raw, unit_offset in zip(result.messages, result.queue_offsets):
-                if not self._enqueue_one(raw):
+                if not self._enqueue_one(raw, unit_offset):
                     self._moved(unit_offset)
                     return  # the real topic refused a due message: try again later
                 offset = unit_offset + 1
@@ -249,7 +297,30 @@ class TimerMessageService:
             self._dirty = True
             self.files.check.set(last_queue_offset=offset, master_queue_offset=offset)
 
-    def _enqueue_one(self, raw: bytes) -> bool:
+    def _cancels_ahead(self, offset: int) -> set[str]:
+        """TIMER_DEL_UNIQKEY values in the timer topic from ``offset`` on (a bounded look, once per enqueue call)."""
+        if self._late_cancels is None:
+            keys: set[str] = set()
+            end = min(self.store.get_max_offset_in_queue(TIMER_TOPIC, 0), offset + LATE_CANCEL_LOOKAHEAD)
+            while offset < end:
+                result = self.store.get_message(TIMER_TOPIC, 0, offset, 32)
+                if not result.messages:
+                    if result.next_begin_offset <= offset:
+                        break
+                    offset = result.next_begin_offset
+                    continue
+                for raw in result.messages:
+                    try:
+                        key = parse_properties(decode_record(raw).properties).get(TIMER_DEL_UNIQKEY)
+                    except RecordError:
+                        continue
+                    if key is not None:
+                        keys.add(key)
+                offset = result.queue_offsets[-1] + 1
+            self._late_cancels = keys
+        return self._late_cancels
+
+    def _enqueue_one(self, raw: bytes, offset: int) -> bool:
         """False only when a due message could not be put (it stays next in line)."""
         try:
             rec = decode_record(raw)
@@ -260,11 +331,25 @@ class TimerMessageService:
             return True
         now = int(self.clock() * 1000)
         write_ms = self._floor(now)
+        cancel = TIMER_DEL_UNIQKEY in props
         if due < write_ms:
+            if cancel:  # Java drops it: its slot is read. Kept in mind for a message that went round after it
+                self._late_seen[props[TIMER_DEL_UNIQKEY]] = None
+                if len(self._late_seen) > LATE_CANCEL_LOOKAHEAD:
+                    del self._late_seen[next(iter(self._late_seen))]
+                return True
+            uniq = props.get(PROPERTY_UNIQ_KEY)
+            key = None if uniq is None else delete_key(props.get(PROPERTY_REAL_TOPIC, ""), uniq)
+            if key is not None and (key in self._late_seen or key in self._cancels_ahead(offset)):
+                # Java would deliver it (its cancel is dropped as late); both came due while they went round
+                # (a roll) or while the broker was down: the cancel was sent before the time, so it holds
+                log.debug("timer message {uniq} due at enqueue has a cancel after it; not delivered", uniq=uniq)
+                return True
+            self.enqueue_rate.flow()
             return self._deliver(rec, props, NEVER_ENQUEUED, roll=False, now=now)
         window = self.cfg.roll_window_slots
         p = self.precision
-        magic = MAGIC_DEFAULT
+        magic = MAGIC_DEFAULT | (MAGIC_DELETE if cancel else 0)
         slot_ms = due
         if due - write_ms >= window * p:
             magic |= MAGIC_ROLL
@@ -276,8 +361,11 @@ class TimerMessageService:
         unit = UNIT.pack(UNIT.size, last, magic, write_ms, slot_ms - write_ms, rec.physical_offset, rec.total_size,
                          java_string_hash(real_topic), 0)
         pos = files.log.append(unit)
-        files.wheel.put(slot_ms, first if first != -1 else pos, pos, num + 1, slot_magic)
-        files.metrics.add(real_topic, 1)
+        delta = -1 if cancel else 1  # Java counts a cancel as one unit less in its slot
+        files.wheel.put(slot_ms, first if first != -1 else pos, pos, num + delta, slot_magic)
+        files.metrics.add(real_topic, delta)
+        self.congest += delta
+        self.enqueue_rate.flow()
         return True
 
     # -- dequeue ------------------------------------------------------------------------------
@@ -296,18 +384,22 @@ class TimerMessageService:
             if slot_ms != -1:
                 cached = self._slot_chain
                 if cached is not None and cached[0] == (self.read_ms, first, last):
-                    chain = cached[1]  # a large slot delivered over several calls is read once
+                    _, chain, cancels = cached  # a large slot delivered over several calls is read once
                 else:
                     chain = self._chain(first, last)
-                    self._slot_chain = ((self.read_ms, first, last), chain)
+                    cancels = self._cancel_keys(chain)
+                    self._slot_chain = ((self.read_ms, first, last), chain, cancels)
                 start = check.slot_done if check.last_read_time_ms == self.read_ms else 0
                 for i in range(start, len(chain)):
                     if units >= DEQUEUE_UNITS:
                         return  # the rest of this slot on the next call
-                    if not self._deliver_unit(chain[i], now):
+                    if not self._deliver_unit(chain[i], now, cancels):
                         return
                     units += 1
                     check.set(last_read_time_ms=self.read_ms, slot_done=i + 1)
+                for real_topic in cancels.values():  # cancels that found nothing: the count they took back returns
+                    files.metrics.add(real_topic, 1)
+                self.congest -= num
             self.read_ms += self.precision
             self._slot_chain = None
             check.set(last_read_time_ms=self.read_ms, slot_done=0)
@@ -330,22 +422,47 @@ class TimerMessageService:
         chain.reverse()
         return chain
 
-    def _deliver_unit(self, unit: tuple, now: int) -> bool:
-        _, _, magic, enqueue_ms, _, offset_py, size_py, _, _ = unit
+    def _read_unit(self, unit: tuple):
+        """The timer topic record a unit names, or None."""
+        offset_py, size_py = unit[5], unit[6]
         raw = self.store.look_message_by_offset(offset_py)
         try:
-            rec = decode_record(raw) if raw is not None and len(raw) == size_py else None
+            return decode_record(raw) if raw is not None and len(raw) == size_py else None
         except RecordError:
-            rec = None
+            return None
+
+    def _cancel_keys(self, chain: list[tuple]) -> dict[str, str]:
+        """TIMER_DEL_UNIQKEY -> real topic of every cancelling unit of a slot (read before anything is delivered)."""
+        keys: dict[str, str] = {}
+        for unit in chain:
+            if _cancels(unit[2]):
+                rec = self._read_unit(unit)
+                if rec is not None:
+                    props = parse_properties(rec.properties)
+                    key = props.get(TIMER_DEL_UNIQKEY)
+                    if key is not None:
+                        keys[key] = props.get(PROPERTY_REAL_TOPIC, "")
+        return keys
+
+    def _deliver_unit(self, unit: tuple, now: int, cancels: dict[str, str]) -> bool:
+        magic, enqueue_ms = unit[2], unit[3]
+        if _cancels(magic):
+            return True  # done by being read: its key is in ``cancels``
+        rec = self._read_unit(unit)
         if rec is None:
-            log.warn("timer log unit names commit log offset {offset} which holds no message; skipped", offset=offset_py)
+            log.warn("timer log unit names commit log offset {offset} which holds no message; skipped", offset=unit[5])
             return True
         props = parse_properties(rec.properties)
-        roll = bool(magic & MAGIC_ROLL)
         real_topic = props.get(PROPERTY_REAL_TOPIC, "")
+        uniq = props.get(PROPERTY_UNIQ_KEY)
+        if cancels and uniq is not None and cancels.pop(delete_key(real_topic, uniq), None) is not None:
+            log.debug("timer message {uniq} of {topic} cancelled; not delivered", uniq=uniq, topic=real_topic)
+            return True  # the cancel already took it off the count
+        roll = bool(magic & MAGIC_ROLL)
         ok = self._deliver(rec, props, str(enqueue_ms), roll, now)
         if ok and self.files is not None:  # a rolled one counts again when it is linked again
-            self.files.metrics.add(real_topic, -1)
+            self.files.metrics.add(real_topic, 1 if magic & MAGIC_DELETE else -1)
+            self.dequeue_rate.flow()
         return ok
 
     def _deliver(self, rec, props: dict[str, str], enqueue_ms: str, roll: bool, now: int) -> bool:
@@ -425,6 +542,18 @@ class TimerMessageService:
             files.log.queue.remove_first(count)
 
     # -- views --------------------------------------------------------------------------------
+    def runtime_figures(self) -> dict[str, str]:
+        """The timer keys of Java 5.x's GET_BROKER_RUNTIME_INFO."""
+        now = int(self.clock() * 1000)
+        behind = max(0, self.store.get_max_offset_in_queue(TIMER_TOPIC, 0)) - self.queue_offset
+        return {
+            "timerReadBehind": str(int((now - self.read_ms) / 1000)),  # Java's long division truncates
+            "timerOffsetBehind": str(behind),
+            "timerCongestNum": str(self.congest),
+            "timerEnqueueTps": self.enqueue_rate.tps(),
+            "timerDequeueTps": self.dequeue_rate.tps(),
+        }
+
     def waiting(self) -> int:
         """Timer messages not delivered yet (linked in the wheel or still in the timer topic)."""
         files = self.files
@@ -435,4 +564,4 @@ def timer_config(props: dict[str, str]) -> TimerConfig:
     return TimerConfig.from_properties(props)
 
 
-__all__ = ["TimerMessageService", "TIMER_TOPIC", "Refusal", "is_timer_request", "timer_config"]
+__all__ = ["TimerMessageService", "TIMER_TOPIC", "TIMER_DEL_UNIQKEY", "Refusal", "delete_key", "is_timer_request", "timer_config"]

@@ -71,3 +71,32 @@ def ordered_like_hashmap(items: Iterable[tuple[str, str]]) -> list[tuple[str, st
     """Reorder (key, value) pairs the way a Java HashMap built from them would iterate."""
     pairs = dict(items)
     return [(k, pairs[k]) for k in hashmap_order(tuple(pairs))]
+
+
+def java_float(value: float) -> str:
+    """Java's ``String.valueOf(float)``: the shortest digits that read back as the same float."""
+    f = struct.unpack(">f", struct.pack(">f", value))[0]
+    if f != f:
+        return "NaN"
+    if f in (float("inf"), float("-inf")):
+        return "Infinity" if f > 0 else "-Infinity"
+    sign = "-" if str(f).startswith("-") else ""
+    f = abs(f)
+    if f == 0:
+        return sign + "0.0"
+    for n in range(1, 10):
+        text = f"{f:.{n - 1}e}"
+        try:
+            if struct.unpack(">f", struct.pack(">f", float(text)))[0] == f:
+                break
+        except OverflowError:  # rounded past the largest float
+            continue
+    mantissa, exp_text = text.split("e")
+    digits = mantissa.replace(".", "").rstrip("0") or "0"
+    exp = int(exp_text)
+    if 1e-3 <= f < 1e7:
+        if exp >= 0:
+            whole = digits[: exp + 1].ljust(exp + 1, "0")
+            return f"{sign}{whole}.{digits[exp + 1:] or '0'}"
+        return f"{sign}0.{'0' * (-exp - 1)}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"

@@ -69,6 +69,7 @@ class SendOutcome:
     message_id: str
     transaction_id: str
     offset: int
+    recall_handle: str = ""  # a timer message's (SendResultEntry.recall_handle in 5.3's proxy)
 
 
 @dataclass
@@ -345,7 +346,7 @@ class GrpcBackend:
             _, _, commit_log_offset = decode_offset_msg_id(response.field("msgId") or "")
             self._expire_transactions()
             self.transactions[(topic, transaction_id)] = _Transaction(topic, offset, commit_log_offset, sysp.message_id)
-        return SendOutcome(sysp.message_id, transaction_id, offset)
+        return SendOutcome(sysp.message_id, transaction_id, offset, response.field("recallHandle") or "")
 
     async def _call(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
         try:

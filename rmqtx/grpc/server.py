@@ -16,6 +16,7 @@ from twisted.internet import defer, threads
 from twisted.logger import Logger
 
 from rmqtx.grpc import consumer, offsets, stubs
+from rmqtx.grpc.recall import recall
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
 
 log = Logger(namespace="rmqtx.grpc")
@@ -27,7 +28,6 @@ MAX_WORKERS = 64
 MAX_INBOUND = 130 * 1024 * 1024
 #: Not built: these answer NOT_IMPLEMENTED.
 UNBUILT = {
-    "RecallMessage": "RecallMessageResponse",
     "SyncLiteSubscription": "SyncLiteSubscriptionResponse",
 }
 #: Told to consumers in their settings (Apache's proxy: 32 a receive, 20 s long polling by default).
@@ -119,7 +119,8 @@ class MessagingServicer:
             try:
                 outcome = self._on_reactor(self.backend.send, msg, self.d)
                 entries.append(self.s.SendResultEntry(status=self._status(), message_id=outcome.message_id,
-                                                      transaction_id=outcome.transaction_id, offset=outcome.offset))
+                                                      transaction_id=outcome.transaction_id, offset=outcome.offset,
+                                                      recall_handle=outcome.recall_handle))
             except GrpcError as exc:
                 first_error = first_error or exc
                 entries.append(self.s.SendResultEntry(status=self._status(exc.code, exc.message),
@@ -328,6 +329,14 @@ class MessagingServicer:
         for msg in pulled.messages:
             yield self.s.PullMessageResponse(message=self._to_message(topic, msg))
         yield self.s.PullMessageResponse(next_offset=pulled.next_offset)
+
+    def RecallMessage(self, request: Any, context: Any) -> Any:
+        """Cancel a pending timer message by the recall handle its send answered with (RECALL_MESSAGE)."""
+        try:
+            message_id = self._on_reactor(recall, self.backend, request.topic.name, request.recall_handle)
+        except GrpcError as exc:
+            return self.s.RecallMessageResponse(status=self._status(exc.code, exc.message))
+        return self.s.RecallMessageResponse(status=self._status(), message_id=message_id)
 
     def _summary(self, first_error: GrpcError | None, count: int) -> Any:
         if first_error is None:

@@ -40,6 +40,7 @@ WHEEL_TTL_DAYS = 7
 SLOTS_TOTAL = WHEEL_TTL_DAYS * 24 * 3600
 BLANK_SLOTS = 60
 MAGIC_DEFAULT, MAGIC_ROLL, MAGIC_DELETE = 1, 2, 4
+_PAGE = 4096  # a multiple of the slot size
 
 
 def _int_key(props: dict[str, str], key: str, default: int) -> int:
@@ -118,13 +119,32 @@ class TimerWheel:
     def put(self, time_ms: int, first: int, last: int, num: int, magic: int = 0) -> None:
         SLOT.pack_into(self.mm, self._pos(time_ms), time_ms // self.precision, first, last, num, magic)
 
-    def revise(self, time_ms: int, last: int) -> None:
-        """Recovery: a unit at ``last`` belongs to this slot (a slot of another time is replaced)."""
+    def revise(self, time_ms: int, last: int, delta: int = 1) -> None:
+        """Recovery: a unit at ``last`` belongs to this slot (a slot of another time is replaced);
+        ``delta`` is what it adds to the count (-1 for a unit that cancels another, as Java counts)."""
         t, first, old_last, num, magic = SLOT.unpack_from(self.mm, self._pos(time_ms))
         if t != time_ms // self.precision:
-            self.put(time_ms, last, last, 1)
+            self.put(time_ms, last, last, delta)
         elif last > old_last:
-            self.put(time_ms, first if first >= 0 else last, last, num + 1, magic)
+            self.put(time_ms, first if first >= 0 else last, last, num + delta, magic)
+
+    def count_from(self, time_ms: int) -> int:
+        """Units counted in the slots of ``time_ms`` and the whole wheel after it (Java's getAllNum).
+
+        Reads only pages that hold a slot: a wheel file is sparse, most of it zero pages."""
+        start = time_ms // self.precision
+        end = start + self.slots
+        zero = bytes(_PAGE)
+        total = 0
+        with memoryview(self.mm) as view:
+            for at in range(0, len(view), _PAGE):
+                with view[at:at + _PAGE] as page:
+                    if page == zero:
+                        continue
+                    for t, _, _, num, _ in SLOT.iter_unpack(page):
+                        if start <= t < end:
+                            total += num
+        return total
 
     def sync(self) -> None:
         self.mm.flush()

@@ -10,6 +10,7 @@ import time
 import unittest
 
 from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue
+from tests.ha.harness import Sender
 
 METADATA = (("x-mq-client-id", "rmqtx-test@1"),)
 
@@ -22,7 +23,7 @@ class StatusCodeTest(unittest.TestCase):
         from rmqtx.grpc import stubs
 
         self.d, self.s, service_grpc = stubs.load()
-        self.server = grpc_standalone(by_option=True).start()  # twistd rmqstandalone --grpc-port
+        self.server = grpc_standalone(by_option=True, recallMessageEnable="true").start()  # twistd rmqstandalone --grpc-port
         self.server.create_topic("GRPC_STATUS", 2)
         self.channel = grpc.insecure_channel(self.server.grpc)
         self.stub = service_grpc.MessagingServiceStub(self.channel)
@@ -83,6 +84,41 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(lite.status.code, self.code("NOT_IMPLEMENTED"))
         bye = self.stub.NotifyClientTermination(s.NotifyClientTerminationRequest(), metadata=METADATA, timeout=5)
         self.assertEqual(bye.status.code, self.code("OK"))
+        self._recall()
+
+    def _recall(self) -> None:
+        """RecallMessage (5.3) with a handle a remoting send of a timer message gave, and its refusals."""
+        d, s = self.d, self.s
+        sender = Sender(self.server.broker, "P_recall")
+        self.addCleanup(sender.close)
+        sent = sender.send("GRPC_STATUS", b"later", 0, UNIQ_KEY="01RECALL", TIMER_DELAY_SEC="30")
+        handle = sent.ext_fields["recallHandle"]
+
+        def recall(topic: str, recall_handle: str) -> object:
+            return self.stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name=topic), recall_handle=recall_handle),
+                                           metadata=METADATA, timeout=5)
+
+        for topic, sent_handle, code, message in (
+            ("bad topic!", handle, "ILLEGAL_TOPIC", "topic name 'bad topic!' is illegal"),
+            ("GRPC_STATUS", "%%%", "INTERNAL_SERVER_ERROR", "recall handle is invalid"),
+            ("NO_SUCH_TOPIC", handle, "TOPIC_NOT_FOUND", "recall failed, the topic[NO_SUCH_TOPIC] not exist"),
+            ("GRPC_OTHER", handle, "INTERNAL_SERVER_ERROR", "recall failed, topic not match"),
+        ):
+            if topic == "GRPC_OTHER":
+                self.server.create_topic(topic, 1)
+            answer = recall(topic, sent_handle)
+            self.assertEqual((answer.status.code, answer.status.message), (self.code(code), message), topic)
+        done = recall("GRPC_STATUS", handle)
+        self.assertEqual((done.status.code, done.message_id), (self.code("OK"), "01RECALL"))
+        # a 5.x SDK's own timer send answers the handle in its SendResultEntry
+        timed = d.Message(topic=d.Resource(name="GRPC_STATUS"), body=b"later too",
+                          system_properties=d.SystemProperties(message_type=d.MessageType.DELAY, message_id="01RECALL2"))
+        timed.system_properties.delivery_timestamp.FromMilliseconds(int(time.time() * 1000) + 30_000)
+        entry = self.stub.SendMessage(s.SendMessageRequest(messages=[timed]), metadata=METADATA, timeout=5).entries[0]
+        self.assertEqual(entry.status.code, self.code("OK"), entry)
+        self.assertTrue(entry.recall_handle, "a timer message's send answers its recall handle")
+        again = recall("GRPC_STATUS", entry.recall_handle)
+        self.assertEqual((again.status.code, again.message_id), (self.code("OK"), "01RECALL2"))
 
     def _receive(self, group: str, topic: str = "GRPC_STATUS", poll_s: int = 0, invisible_s: int = 20) -> list:
         d, s = self.d, self.s

@@ -225,6 +225,15 @@ class PopTest(unittest.TestCase):
             body = orjson.dumps({"topic": topic, "consumerGroup": "GM", "mode": mode, "popShareQueueNum": 0})
             return call(s.broker, RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, None, body=body))
 
+        def all_modes() -> dict:
+            r = call(s.broker, RemotingCommand.request(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE))
+            self.assertEqual((r.code, r.remark), (ResponseCode.SUCCESS, None))
+            return orjson.loads(r.body)
+
+        self.assertEqual(all_modes(), {"messageRequestModeMap": {}})
+        # POP_ROLLBACK (mqadmin exportPopRecord): nothing in a RocksDB POP store to move, as Java with it off
+        r = call(s.broker, RemotingCommand.request(RequestCode.POP_ROLLBACK))
+        self.assertEqual((r.code, r.remark, r.ext_fields, r.body), (ResponseCode.SUCCESS, None, None, b""))
         self.assertEqual(set_mode("%RETRY%GM").code, ResponseCode.NO_PERMISSION)
         self.assertEqual(set_mode("NoSuchTopic").code, ResponseCode.TOPIC_NOT_EXIST)
         self.assertEqual(set_mode("PopM").code, ResponseCode.SUCCESS)
@@ -239,6 +248,8 @@ class PopTest(unittest.TestCase):
         s.start()
         r = call(s.broker, RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, None, body=query))
         self.assertEqual({a["mode"] for a in orjson.loads(r.body)["messageQueueAssignments"]}, {"POP"})
+        self.assertEqual(all_modes(), {"messageRequestModeMap": {"PopM": {"GM": {
+            "consumerGroup": "GM", "mode": "POP", "popShareQueueNum": 0, "topic": "PopM"}}}})
 
 
 if __name__ == "__main__":

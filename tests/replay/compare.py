@@ -12,6 +12,7 @@ from rmqtx.store.record import Record, decode_record
 from tests.replay.normalize import (
     BODY_BY_KEYS,
     CONFIG_VOLATILE,
+    RUNTIME_ADDED,
     RUNTIME_PER_PATH_PREFIXES,
     RUNTIME_VOLATILE,
     Translation,
@@ -143,7 +144,7 @@ def _runtime(java_body: bytes, ours_body: bytes) -> list[str]:
     java, ours = fastjson.loads(java_body)["table"], fastjson.loads(ours_body)["table"]
     per_path = tuple(RUNTIME_PER_PATH_PREFIXES)
     wanted = {k for k in java if not k.startswith(per_path)}
-    have = {k for k in ours if not k.startswith(per_path)}
+    have = {k for k in ours if not k.startswith(per_path) and k not in RUNTIME_ADDED}
     out = []
     if wanted - have:
         out.append(f"runtime keys missing: {sorted(wanted - have)}")

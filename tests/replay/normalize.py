@@ -106,6 +106,11 @@ RUNTIME_VOLATILE = {
     "dispatchBehindBytes": "how far the reput thread lags at that instant",
     "pageCacheLockTimeMills": "how long the commit log lock is held at that instant",
 }
+#: Runtime keys rmqtx adds that 4.9.8 has no source for, with why.
+RUNTIME_ADDED = {
+    key: "RocketMQ 5.x's timer wheel figures: rmqtx runs 5.x's timer (timerWheelEnable, on by default as in 5.x)"
+    for key in ("timerReadBehind", "timerOffsetBehind", "timerCongestNum", "timerEnqueueTps", "timerDequeueTps")
+}
 #: Runtime keys named after a path: compared by prefix, with why.
 RUNTIME_PER_PATH_PREFIXES = {
     "commitLogDiskRatio_": "one key per commit log directory, named by its path: both must have one, names differ",

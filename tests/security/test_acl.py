@@ -181,6 +181,13 @@ class PopAclTest(AclCase):
         ack = {"consumerGroup": "GroupD", "topic": "%RETRY%GroupD_TopicR", "queueId": 0, "extraInfo": "0 1 1 0 1 b 0 0", "offset": 0}
         refused = raw_call(b, signed(RequestCode.ACK_MESSAGE, ack, ak=USER, sk=USER_SK))
         self.assertIn("group:GroupD", refused.remark)
+        # a recall (5.3) writes to its topic: PUB, as 5.3's ACL 2.0 asks; with it, the broker's own answer
+        recall = {"topic": "TopicR", "recallHandle": "x", "producerGroup": "PG"}
+        no_pub = raw_call(b, signed(RequestCode.RECALL_MESSAGE, recall, ak=USER, sk=USER_SK))
+        self.assertEqual(no_pub.code, ResponseCode.SYSTEM_ERROR)
+        self.assertTrue(no_pub.remark.startswith(ACL_EXC + "No default permission for topic:TopicR"), no_pub.remark)
+        allowed = raw_call(b, signed(RequestCode.RECALL_MESSAGE, dict(recall, topic="TopicA"), ak=USER, sk=USER_SK))
+        self.assertEqual((allowed.code, allowed.remark), (ResponseCode.NO_PERMISSION, "recall failed, operation is forbidden"))
 
 
 class AclFileTest(AclCase):

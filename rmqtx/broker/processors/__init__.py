@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rmqtx.broker.processors.ack import AckProcessor
 from rmqtx.broker.processors.admin import TopicAdminProcessor
+from rmqtx.broker.processors.admin_5x import Admin5xProcessor
 from rmqtx.broker.processors.admin_clients import ClientAdminProcessor
 from rmqtx.broker.processors.admin_groups import GroupAdminProcessor
 from rmqtx.broker.processors.admin_runtime import RuntimeAdminProcessor
@@ -15,6 +16,7 @@ from rmqtx.broker.processors.pop import PopProcessor
 from rmqtx.broker.processors.pop_peek import PeekProcessor
 from rmqtx.broker.processors.pull import PullProcessor
 from rmqtx.broker.processors.query import QueryProcessor
+from rmqtx.broker.processors.recall import RecallProcessor
 from rmqtx.broker.processors.reply import ReplyProcessor
 from rmqtx.broker.processors.send import SendProcessor
 from rmqtx.broker.processors.transaction import EndTransactionProcessor
@@ -37,4 +39,6 @@ ALL = (
     PeekProcessor,
     AckProcessor,
     AssignmentProcessor,
+    RecallProcessor,
+    Admin5xProcessor,
 )

@@ -204,6 +204,9 @@ class RuntimeAdminProcessor:
         for level, delivered in sorted(self.ctx.schedule.offsets.items()):
             top = store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
             table[f"scheduleMessageOffset_{level}"] = f"{delivered},{top}"
+        timer = self.ctx.timer
+        if timer is not None and timer.cfg.timerWheelEnable and timer.files is not None:
+            table.update(timer.runtime_figures())  # 5.x's timer keys
         return table
 
     def _earliest_message_time(self) -> int:

@@ -6,6 +6,7 @@ import random
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.ha.role import disk_util, wait_for_replica
+from rmqtx.broker.recall_handle import recall_handle_for
 from rmqtx.broker.timer import REQUEST_KEYS, TIMER_TOPIC
 from rmqtx.broker.topics import (
     DLQ_PREFIX,
@@ -154,6 +155,7 @@ class SendProcessor:
             props[PROPERTY_WAIT] = props.pop(PROPERTY_WAIT)  # Java takes WAIT out and puts it back after CLUSTER
         reply_queue = queue_id
         sys_flag = header.sysFlag
+        recall = None
         if is_half:
             topic, queue_id = self.ctx.transactions.prepare(topic, queue_id, props)
             sys_flag &= ~TRANSACTION_MASK  # the half copy is a plain message of the half topic
@@ -162,6 +164,8 @@ class SendProcessor:
                 topic, queue_id, refusal = self.ctx.timer.redirect(topic, queue_id, props, sys_flag)
                 if refusal is not None:
                     return request.make_response(refusal.code, refusal.remark)
+                if topic == TIMER_TOPIC:
+                    recall = recall_handle_for(props, self.ctx.config.brokerName)
             if PROPERTY_DELAY in props:
                 topic, queue_id = self.ctx.schedule.redirect(topic, queue_id, props, sys_flag)
             if topic != SCHEDULE_TOPIC and topic != TIMER_TOPIC:
@@ -198,12 +202,14 @@ class SendProcessor:
         role = self.ctx.ha
         if role is not None and role.sync_master:  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
             d = wait_for_replica(self.ctx, store.put_message(msg), header.properties or "")
-            return d.addCallback(self._answer, request, reply_queue)
+            return d.addCallback(self._answer, request, reply_queue, recall)
         result = store.append_message(msg, props)
         if store.sync_flush and result.status is PutStatus.PUT_OK:
             # acknowledged only once durable: the answer is written when the group commit covers it
-            store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue))
+            store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue, recall))
             return None
+        if recall is not None:
+            return self._answer(result, request, reply_queue, recall)
         code = _STORED_CODES.get(result.status)
         if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
             conn.send_frame(self._answer_frame(code, result, request, reply_queue))
@@ -211,12 +217,12 @@ class SendProcessor:
         return self._answer(result, request, reply_queue)
 
     def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
-        request, conn, queue_id = waiting
+        request, conn, queue_id, recall = waiting
         code = _STORED_CODES.get(result.status)
-        if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
+        if recall is None and code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
             conn.send_frame(self._answer_frame(code, result, request, queue_id))
         else:
-            conn.answer(request, self._answer(result, request, queue_id))
+            conn.answer(request, self._answer(result, request, queue_id, recall))
 
     def _stored_fields(self, result: PutResult, queue_id: int) -> dict[str, str]:
         """SendMessageResponseHeader's fields plus the two Java adds with addExtField."""
@@ -249,17 +255,21 @@ class SendProcessor:
             self.ctx.registrar.register_all(oneway=True)
         return dlq, 0
 
-    def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int) -> RemotingCommand:
+    def _answer(self, result: PutResult, request: RemotingCommand, queue_id: int, recall: str | None = None) -> RemotingCommand:
+        """``recall``: the recall handle a 5.3 broker adds for a message stored to the timer."""
         status = result.status
         code = _STORED_CODES.get(status)
         if code is not None:
+            fields = self._stored_fields(result, queue_id)
+            if recall is not None:
+                fields["recallHandle"] = recall
             return RemotingCommand(
                 code,
-                ext_fields=self._stored_fields(result, queue_id),
+                ext_fields=fields,
                 opaque=request.opaque,
                 flag=RESPONSE_FLAG,
                 serialize_type=request.serialize_type,
-                fast_keys=_RESPONSE_FAST_KEYS,
+                fast_keys=_RESPONSE_FAST_KEYS if recall is None else _RECALL_FAST_KEYS,
             )
         code, remark = _PUT_ERRORS.get(status, (ResponseCode.SYSTEM_ERROR, status.name))
         if status is PutStatus.SERVICE_NOT_AVAILABLE and not result.remark:  # e.g. a send to a slave
@@ -281,6 +291,7 @@ _BORN_HOST = "send.born_host"
 _T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
+_RECALL_FAST_KEYS = _RESPONSE_FAST_KEYS + ("recallHandle",)
 _RESPONSE_ORDER = binary_ext_order(_RESPONSE_FAST_KEYS, ("MSG_REGION", "TRACE_ON", "msgId", "queueId", "queueOffset"))
 _ROCKETMQ = SerializeType.ROCKETMQ
 _JAVA = int(LanguageCode.JAVA)
