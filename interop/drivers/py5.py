@@ -37,9 +37,6 @@ JAVA5GRPC = REPO / "interop" / "java5grpc"
 NODE5 = REPO / "interop" / "node5"
 GO5 = REPO / "interop" / "go5"
 GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
-NO_FIFO_DRIVER = ("FIFO consumption (op fifo_consume: message groups sent, fifo/batch/skip_once consume params, "
-                  "message_group in recv events, acked events) is not in this column's driver yet; py5 and java5grpc "
-                  "run it")
 NO_SECURE = "the gRPC endpoint has no ACL or TLS yet"
 NO_ENDPOINT = "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
@@ -126,7 +123,7 @@ class Node5Driver(Py5Driver):
     with the SDK's SimpleConsumer, and its PushConsumer for the DLQ scenarios)."""
 
     name = "node5"
-    unsupported = {**_sdk_skips("rocketmq-client-nodejs 1.0"), "fifo_consume": NO_FIFO_DRIVER}
+    unsupported = _sdk_skips("rocketmq-client-nodejs 1.0")
 
     def prepare(self) -> str | None:
         if not shutil.which("node"):
@@ -140,7 +137,7 @@ class Go5Driver(Py5Driver):
     """rocketmq-clients/golang/v5 (module proxy, ``interop/go5``), built once per run like the go column."""
 
     name = "go5"
-    unsupported = {**_sdk_skips("rocketmq-clients golang/v5"), "fifo_consume": NO_FIFO_DRIVER}
+    unsupported = _sdk_skips("rocketmq-clients golang/v5")
 
     def prepare(self) -> str | None:
         go = shutil.which("go")

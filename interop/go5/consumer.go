@@ -32,6 +32,7 @@ type consumeParams struct {
 	FailOnce       []string          `json:"fail_once"`
 	FailAlways     []string          `json:"fail_always"`
 	Attempts       int               `json:"attempts"`
+	Fifo           bool              `json:"fifo"`
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -145,7 +146,9 @@ func (t *tally) finished() []string {
 
 // consume is op "consume": members SimpleConsumers receive until expect bodies are acked (then linger),
 // or wait seconds passed; actions leave a body un-acked (skip_once) or change its invisible duration
-// (change_once, change_ack) on its first delivery.
+// (change_once, change_ack) on its first delivery (skip_always: on every one). fifo: as an orderly
+// consumer, a message group with an un-acked message in a batch has its later messages in that batch
+// left alone too ("held" events).
 func consume(p params, c consumeParams) error {
 	members := c.Members
 	if members <= 0 {
@@ -193,11 +196,20 @@ func consume(p params, c consumeParams) error {
 					}
 				}
 				views, err := receive(consumer, batch, invisible)
-				if err == nil {
-					for _, view := range views {
-						if err = handle(member, consumer, view, c, t); err != nil {
-							break
-						}
+				held := map[string]bool{} // fifo: message groups with an un-acked message in this batch
+				for _, view := range views {
+					if err != nil {
+						break
+					}
+					group := messageGroup(view)
+					if c.Fifo && group != nil && held[*group] {
+						emit("held", map[string]any{"member": member, "body": label(view.GetBody()),
+							"attempt": view.GetDeliveryAttempt(), "message_group": *group})
+						continue
+					}
+					var acked bool
+					if acked, err = handle(member, consumer, view, c, t); err == nil && !acked && c.Fifo && group != nil {
+						held[*group] = true
 					}
 				}
 				if err != nil {
@@ -220,34 +232,48 @@ func consume(p params, c consumeParams) error {
 	return nil
 }
 
-// handle: one delivery of op "consume": its recv event, then its action and the ack.
-func handle(member int, consumer rmq.SimpleConsumer, view *rmq.MessageView, c consumeParams, t *tally) error {
+// messageGroup: a FIFO message's group, nil for a message that has none (the SDK gives "" or nil).
+func messageGroup(view *rmq.MessageView) *string {
+	group := view.GetMessageGroup()
+	if group == nil || *group == "" {
+		return nil
+	}
+	return group
+}
+
+// handle: one delivery of op "consume": its recv event, then its action and the ack; true when acked.
+func handle(member int, consumer rmq.SimpleConsumer, view *rmq.MessageView, c consumeParams, t *tally) (bool, error) {
 	body := label(view.GetBody())
 	count := t.delivered(body)
+	var group any // JSON null without a message group, as py5's None
+	if g := messageGroup(view); g != nil {
+		group = *g
+	}
 	emit("recv", map[string]any{"member": member, "body": body, "msg_id": view.GetMessageId(),
 		"attempt": view.GetDeliveryAttempt(), "handle": view.GetReceiptHandle(), "tag": view.GetTag(),
-		"keys": sortedKeys(view), "topic": view.GetTopic(), "props": view.GetProperties(), "size": len(view.GetBody())})
+		"keys": sortedKeys(view), "topic": view.GetTopic(), "props": view.GetProperties(), "size": len(view.GetBody()),
+		"message_group": group})
 	action := c.Actions[body]
-	if count == 1 && action == "skip_once" {
-		return nil
+	if (count == 1 && action == "skip_once") || action == "skip_always" {
+		return false, nil
 	}
 	if count == 1 && (action == "change_once" || action == "change_ack") {
 		if err := consumer.ChangeInvisibleDuration(view, seconds(orDefault(c.ChangeS, 2))); err != nil {
-			return err
+			return false, err
 		}
 		emit("changed", map[string]any{"member": member, "body": body, "msg_id": view.GetMessageId(),
 			"handle": view.GetReceiptHandle()})
 		if action == "change_once" {
-			return nil
+			return false, nil
 		}
 	}
 	if err := consumer.Ack(context.Background(), view); err != nil {
-		return err
+		return false, err
 	}
 	t.finish(body)
 	emit("acked", map[string]any{"member": member, "body": body, "msg_id": view.GetMessageId(),
 		"handle": view.GetReceiptHandle()})
-	return nil
+	return true, nil
 }
 
 // push is op "push" on a SimpleConsumer, as golang/v5 5.1.2 has no PushConsumer (5.1.3 has): a

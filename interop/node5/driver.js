@@ -47,7 +47,8 @@ function clientOptions(params) {
 
 // Op "consume": `members` SimpleConsumers receive until `expect` bodies are acked, then linger; `actions`
 // leaves a body un-acked (skip_once) or changes its invisible duration (change_once, change_ack) on its
-// first delivery.
+// first delivery. `fifo`: as an orderly consumer, a message group with an un-acked message in a batch has
+// its later messages in that batch left alone too ("held" events).
 async function consume(params) {
   const { topic } = params;
   const actions = params.actions || {};
@@ -63,6 +64,7 @@ async function consume(params) {
       awaitDuration: (params.await ?? 2) * 1000,
     }));
   }
+  const fifo = Boolean(params.fifo);
   const failures = [];
   const seen = new Map();
   const acked = new Set();
@@ -79,18 +81,20 @@ async function consume(params) {
       emit('recv', {
         member, body, msg_id: view.messageId, attempt: view.deliveryAttempt, handle, tag: view.tag || null,
         keys: [...view.keys].sort(), topic: view.topic, props: Object.fromEntries(view.properties), size: view.body.length,
+        message_group: view.messageGroup ?? null,
       });
       const action = actions[body] || 'ack';
-      if (count === 1 && action === 'skip_once') return;
+      if ((count === 1 && action === 'skip_once') || action === 'skip_always') return false;
       if (count === 1 && (action === 'change_once' || action === 'change_ack')) {
         await consumer.changeInvisibleDuration(view, (params.change_s ?? 2) * 1000);
         emit('changed', { member, body, msg_id: view.messageId, handle });
-        if (action === 'change_once') return;
+        if (action === 'change_once') return false;
       }
       await consumer.ack(view);
       acked.add(body);
       if (acked.size >= params.expect && doneAt === null) doneAt = Date.now();
       emit('acked', { member, body, msg_id: view.messageId, handle: view.receiptHandle });
+      return true;
     }
 
     async function run(member, consumer) {
@@ -98,7 +102,14 @@ async function consume(params) {
         while (Date.now() < deadline) {
           if (doneAt !== null && Date.now() >= doneAt + lingerMs) return;
           const views = await consumer.receive(params.batch ?? 16, invisibleMs);
-          for (const view of views) await handle(member, consumer, view);
+          const held = new Set(); // fifo: message groups with an un-acked message in this batch
+          for (const view of views) {
+            if (fifo && held.has(view.messageGroup)) {
+              emit('held', { member, body: label(view), attempt: view.deliveryAttempt, message_group: view.messageGroup });
+              continue;
+            }
+            if (!(await handle(member, consumer, view)) && fifo && view.messageGroup) held.add(view.messageGroup);
+          }
         }
       } catch (err) {
         failures.push(`member ${member}: ${err && err.name}: ${err && err.message}`);
