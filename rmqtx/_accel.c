@@ -352,7 +352,13 @@ static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nar
 }
 
 static int parse_bool_text(PyObject *v, int *out) {
-    /* v.strip().lower() in ("true", "1") */
+    /* v.strip().lower() in ("true", "1"); what Java writes ("true"/"false") is read without a call */
+    if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(v);
+        const char *c = (const char *)PyUnicode_1BYTE_DATA(v);
+        if (n == 5 && memcmp(c, "false", 5) == 0) { *out = 0; return 0; }
+        if (n == 4 && memcmp(c, "true", 4) == 0) { *out = 1; return 0; }
+    }
     PyObject *s = PyObject_CallMethod(v, "strip", NULL);
     if (!s) return -1;
     PyObject *l = PyObject_CallMethod(s, "lower", NULL);
@@ -363,17 +369,35 @@ static int parse_bool_text(PyObject *v, int *out) {
     return 0;
 }
 
+/* int(v) for a str: plain ASCII decimals (optional '-', up to 18 digits) read here, the rest by int() */
+static PyObject *int_of_text(PyObject *v) {
+    if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(v), i = 0;
+        const char *c = (const char *)PyUnicode_1BYTE_DATA(v);
+        int neg = n > 0 && c[0] == '-';
+        i = neg;
+        if (n - i >= 1 && n - i <= 18) {
+            long long acc = 0;
+            for (; i < n && c[i] >= '0' && c[i] <= '9'; i++) acc = acc * 10 + (c[i] - '0');
+            if (i == n) return PyLong_FromLongLong(neg ? -acc : acc);
+        }
+    }
+    return PyNumber_Long(v);
+}
+
+static PyObject *v2_keys[14]; /* "a".."n" in send_v2_values' order, made once at import */
+
 /* send_v2_values(ext) -> the 14 SendMessageRequestHeader values from SEND_MESSAGE_V2's short names,
  * or None when a required one is missing or a number does not parse (the caller goes the generic way). */
 static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
     if (!PyDict_Check(ext)) Py_RETURN_NONE;
-    static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
     /* value kinds: 0 str as is (required), 1 int (required), 2 optional as is, 3 optional int, 4 bool */
     static const int kinds[] = {0, 0, 0, 1, 1, 1, 1, 1, 2, 3, 4, 4, 3, 2};
     PyObject *out = PyTuple_New(14);
     if (!out) return NULL;
     for (int i = 0; i < 14; i++) {
-        PyObject *v = PyDict_GetItemString(ext, names[i]);  /* borrowed */
+        PyObject *v = PyDict_GetItemWithError(ext, v2_keys[i]);  /* borrowed */
+        if (!v && PyErr_Occurred()) goto error;
         PyObject *val = NULL;
         switch (kinds[i]) {
         case 0:
@@ -382,7 +406,7 @@ static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
             break;
         case 1:
             if (!v) goto fallback;
-            val = PyNumber_Long(v);
+            val = int_of_text(v);
             if (!val) goto number_error;
             break;
         case 2:
@@ -390,7 +414,7 @@ static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
             break;
         case 3:
             if (!v) { val = Py_NewRef(Py_None); break; }
-            val = PyNumber_Long(v);
+            val = int_of_text(v);
             if (!val) goto number_error;
             break;
         case 4: {
@@ -498,5 +522,10 @@ PyMODINIT_FUNC PyInit__accel(void) {
     struct_error = PyObject_GetAttrString(st, "error");
     Py_DECREF(st);
     if (!struct_error) return NULL;
+    static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
+    for (int i = 0; i < 14; i++) {
+        v2_keys[i] = PyUnicode_InternFromString(names[i]);
+        if (!v2_keys[i]) return NULL;
+    }
     return PyModule_Create(&module);
 }

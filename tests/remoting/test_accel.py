@@ -164,7 +164,9 @@ class SameSendPathResults(unittest.TestCase):
 
     @settings(max_examples=400, deadline=None)
     @given(st.dictionaries(st.sampled_from(list("abcdefghijklmnz")),
-                           st.one_of(st.sampled_from(["0", "12", " 7", "-3", "1_0", "x", "", "true", " TRUE ", "1", "False"]),
+                           st.one_of(st.sampled_from(["0", "12", " 7", "-3", "1_0", "x", "", "true", " TRUE ", "1", "False",
+                                                     "false", "-", "-0", "007", "+4", "123456789012345678",
+                                                     "-1234567890123456789", "\u0663", "9" * 40]),
                                      st.text(max_size=5)), max_size=15))
     def test_send_v2_values(self, ext) -> None:
         self.assertEqual(_outcome_any(C.send_v2_values, ext), _outcome_any(headers.send_v2_values_py, ext))
