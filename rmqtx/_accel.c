@@ -490,6 +490,116 @@ static PyObject *binary_frame_head(PyObject *self, PyObject *const *args, Py_ssi
     return out;
 }
 
+/* The text of an int for a header value: decimal digits written here when it fits, else str(). */
+static int int_text(PyObject *v, char *buf, size_t cap, PyObject **holder, const char **out, Py_ssize_t *len) {
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        if (!overflow) {
+            *len = snprintf(buf, cap, "%lld", x);
+            *out = buf;
+            return 0;
+        }
+    }
+    *holder = PyObject_Str(v);
+    if (!*holder) return -1;
+    *out = PyUnicode_AsUTF8AndSize(*holder, len);
+    return *out ? 0 : -1;
+}
+
+static inline unsigned char *put_entry(unsigned char *p, const char *k, Py_ssize_t kl, const char *v, Py_ssize_t vl) {
+    p[0] = (unsigned char)(kl >> 8); p[1] = (unsigned char)kl;
+    memcpy(p + 2, k, kl);
+    p += 2 + kl;
+    put32(p, (uint32_t)vl);
+    memcpy(p + 4, v, vl);
+    return p + 4 + vl;
+}
+
+/* send_answer_frame(code, opaque, region, trace_on, msg_id, queue_id, queue_offset) -> bytes: the whole
+ * ROCKETMQ-header answer to a stored message (JAVA, version 409, response flag, no remark, no body),
+ * ext fields msgId, queueId, queueOffset, TRACE_ON, MSG_REGION in that order. */
+static PyObject *send_answer_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) { PyErr_SetString(PyExc_TypeError, "send_answer_frame takes 7 arguments"); return NULL; }
+    long long code = PyLong_AsLongLong(args[0]);
+    if (code == -1 && PyErr_Occurred()) return NULL;
+    long long opaque = PyLong_AsLongLong(args[1]);
+    if (opaque == -1 && PyErr_Occurred()) return NULL;
+    if (code < -32768 || code > 32767 || opaque < -2147483648LL || opaque > 2147483647LL) {
+        PyErr_SetString(struct_error, "header field out of range");
+        return NULL;
+    }
+    for (int i = 2; i < 5; i++) {
+        if (!PyUnicode_Check(args[i])) { PyErr_SetString(PyExc_TypeError, "ext keys and values must be str"); return NULL; }
+    }
+    Py_ssize_t rl, tl, ml, ql, ol;
+    const char *region = PyUnicode_AsUTF8AndSize(args[2], &rl);
+    if (!region) return NULL;
+    const char *trace = PyUnicode_AsUTF8AndSize(args[3], &tl);
+    if (!trace) return NULL;
+    const char *msg_id = PyUnicode_AsUTF8AndSize(args[4], &ml);
+    if (!msg_id) return NULL;
+    char qbuf[32], obuf[32];
+    const char *q, *o;
+    PyObject *qh = NULL, *oh = NULL, *out = NULL;
+    if (int_text(args[5], qbuf, sizeof qbuf, &qh, &q, &ql) < 0) goto done;
+    if (int_text(args[6], obuf, sizeof obuf, &oh, &o, &ol) < 0) goto done;
+    /* key lengths: msgId 5, queueId 7, queueOffset 11, TRACE_ON 8, MSG_REGION 10 */
+    Py_ssize_t elen = 5 * 6 + 5 + 7 + 11 + 8 + 10 + ml + ql + ol + tl + rl;
+    Py_ssize_t hlen = 17 + 4 + elen;
+    if (hlen > 0xFFFFFF) { PyErr_SetString(struct_error, "frame too long"); goto done; }
+    out = PyBytes_FromStringAndSize(NULL, 8 + hlen);
+    if (!out) goto done;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    put32(p, (uint32_t)(4 + hlen));
+    put32(p + 4, (uint32_t)((1u << 24) | (uint32_t)hlen));
+    p += 8;
+    p[0] = (unsigned char)((uint16_t)code >> 8); p[1] = (unsigned char)code;
+    p[2] = 0;  /* LanguageCode.JAVA */
+    p[3] = (unsigned char)(409 >> 8); p[4] = (unsigned char)(409 & 0xFF);
+    put32(p + 5, (uint32_t)opaque);
+    put32(p + 9, 1u);  /* RESPONSE_FLAG */
+    put32(p + 13, 0u); /* no remark */
+    put32(p + 17, (uint32_t)elen);
+    p += 21;
+    p = put_entry(p, "msgId", 5, msg_id, ml);
+    p = put_entry(p, "queueId", 7, q, ql);
+    p = put_entry(p, "queueOffset", 11, o, ol);
+    p = put_entry(p, "TRACE_ON", 8, trace, tl);
+    put_entry(p, "MSG_REGION", 10, region, rl);
+done:
+    Py_XDECREF(qh);
+    Py_XDECREF(oh);
+    return out;
+}
+
+/* offset_msg_id(store_ip, store_port, offset) -> str: upper-case hex of the address bytes, the port
+ * as a signed 32-bit int and the offset as an unsigned 64-bit one. */
+static PyObject *offset_msg_id(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "offset_msg_id takes 3 arguments"); return NULL; }
+    if (!PyBytes_Check(args[0])) { PyErr_SetString(PyExc_TypeError, "store_ip must be bytes"); return NULL; }
+    long long port = PyLong_AsLongLong(args[1]);
+    if (port == -1 && PyErr_Occurred()) return NULL;
+    if (port < -2147483648LL || port > 2147483647LL) { PyErr_SetString(struct_error, "port out of range"); return NULL; }
+    if (!PyLong_Check(args[2])) { PyErr_SetString(PyExc_TypeError, "offset must be an int"); return NULL; }
+    unsigned long long off = PyLong_AsUnsignedLongLongMask(args[2]);
+    if (off == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    if (n > 64) { PyErr_SetString(PyExc_ValueError, "store_ip too long"); return NULL; }
+    unsigned char raw[64 + 12];
+    memcpy(raw, PyBytes_AS_STRING(args[0]), n);
+    put32(raw + n, (uint32_t)port);
+    put64(raw + n + 4, off);
+    static const char hex[] = "0123456789ABCDEF";
+    char text[2 * (64 + 12)];
+    for (Py_ssize_t i = 0; i < n + 12; i++) {
+        text[2 * i] = hex[raw[i] >> 4];
+        text[2 * i + 1] = hex[raw[i] & 15];
+    }
+    return PyUnicode_FromStringAndSize(text, 2 * (n + 12));
+}
+
 static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_XSETREF(frame_error, Py_NewRef(arg));
     Py_RETURN_NONE;
@@ -505,6 +615,8 @@ static PyMethodDef methods[] = {
     {"index_put", (PyCFunction)(void (*)(void))index_put, METH_FASTCALL, "Write one index entry and link its hash slot."},
     {"send_v2_values", send_v2_values, METH_O, "SEND_MESSAGE_V2 short-name fields to SendMessageRequestHeader values, or None."},
     {"binary_frame_head", (PyCFunction)(void (*)(void))binary_frame_head, METH_FASTCALL, "Frame prefix and ROCKETMQ header of a command, in one bytes."},
+    {"send_answer_frame", (PyCFunction)(void (*)(void))send_answer_frame, METH_FASTCALL, "The whole answer frame to a stored message."},
+    {"offset_msg_id", (PyCFunction)(void (*)(void))offset_msg_id, METH_FASTCALL, "offsetMsgId of a store address and commit log offset."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };

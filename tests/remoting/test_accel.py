@@ -212,3 +212,21 @@ class SameFrameHeads(unittest.TestCase):
         for bad in [(40000, 0, 0, 0, 0), (1, 256, 0, 0, 0), (1, 0, 0, 2**31, 0)]:
             args = (*bad, b"", None, (), 0)
             self.assertEqual(_outcome_any(C.binary_frame_head, *args), _outcome_any(serializer.binary_frame_head_py, *args))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-32768, 32767), ints32, texts, st.sampled_from(["true", "false"]), texts,
+           st.integers(-(2**70), 2**70), st.integers(-(2**70), 2**70))
+    def test_send_answer_frames(self, code, opaque, region, trace_on, msg_id, queue_id, queue_offset) -> None:
+        args = (code, opaque, region, trace_on, msg_id, queue_id, queue_offset)
+        self.assertEqual(C.send_answer_frame(*args), serializer.send_answer_frame_py(*args))
+
+    def test_send_answer_out_of_range_fails_alike(self) -> None:
+        for code, opaque in [(40000, 0), (1, 2**31), (1, -(2**31) - 1)]:
+            args = (code, opaque, "r", "false", "id", 1, 2)
+            self.assertEqual(_outcome_any(C.send_answer_frame, *args), _outcome_any(serializer.send_answer_frame_py, *args))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from([b"\x7f\x00\x00\x01", bytes(range(16)), b"", b"\xff\xfe"]), st.integers(-(2**33), 2**33),
+           st.integers(-(2**70), 2**70))
+    def test_offset_msg_ids(self, ip, port, offset) -> None:
+        self.assertEqual(_outcome_any(C.offset_msg_id, ip, port, offset), _outcome_any(R.offset_msg_id_py, ip, port, offset))

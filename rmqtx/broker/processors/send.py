@@ -26,11 +26,11 @@ from rmqtx.common.message import (
     parse_properties,
     properties_to_string,
 )
-from rmqtx.remoting.codes import CURRENT_VERSION, ONEWAY_FLAG, RESPONSE_FLAG, LanguageCode, RequestCode, ResponseCode, SerializeType
+from rmqtx.remoting.codes import ONEWAY_FLAG, RESPONSE_FLAG, RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
 from rmqtx.remoting.protocol import RemotingProtocol
-from rmqtx.remoting.serializer import binary_ext_order, binary_frame_head
+from rmqtx.remoting.serializer import send_answer_frame
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
 
 #: Topics clients may not send to directly.
@@ -232,9 +232,9 @@ class SendProcessor:
     def _answer_frame(self, code: int, result: PutResult, request: RemotingCommand, queue_id: int) -> bytes:
         """The answer to a stored message of a ROCKETMQ-header request, straight into frame bytes:
         exactly what encoding :meth:`_answer`'s command gives, without building it."""
-        fields = self._stored_fields(result, queue_id)
-        return binary_frame_head(code, _JAVA, CURRENT_VERSION, request.opaque, RESPONSE_FLAG,
-                                 b"", fields, _RESPONSE_ORDER, 0)
+        cfg = self.ctx.config
+        return send_answer_frame(code, request.opaque, cfg.regionId, "true" if cfg.traceOn else "false",
+                                 result.msg_id, queue_id, result.queue_offset)
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
         """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
@@ -281,8 +281,6 @@ _BORN_HOST = "send.born_host"
 _T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
-_RESPONSE_ORDER = binary_ext_order(_RESPONSE_FAST_KEYS, ("MSG_REGION", "TRACE_ON", "msgId", "queueId", "queueOffset"))
 _ROCKETMQ = SerializeType.ROCKETMQ
-_JAVA = int(LanguageCode.JAVA)
 
 __all__ = ["SendProcessor"]
