@@ -6,6 +6,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -31,17 +32,15 @@ static inline void put64(unsigned char *p, uint64_t v) {
     put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v);
 }
 
-/* decode_binary_fields(data) -> (code, language, version, opaque, flag, remark, ext) */
-static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *d = (const unsigned char *)view.buf;
-    Py_ssize_t size = view.len, pos = 17;
-    PyObject *remark = NULL, *ext = NULL, *result = NULL;
-    if (size < 21) { raise_frame("bad ROCKETMQ header: shorter than its fixed part"); goto done; }
-    int code = be16(d), lang = d[2], version = be16(d + 3);
-    int32_t opaque = be32(d + 5), flag = be32(d + 9), remark_len = be32(d + 13);
-    if (remark_len < 0 || pos + remark_len > size) { raise_frame("remark length out of range"); goto done; }
+/* The fields of a ROCKETMQ header in d[0:size]: ints into v (code, language, version, opaque, flag),
+ * new references into *remark and *ext (None when absent). -1 with an exception set on bad input. */
+static int parse_binary_header(const unsigned char *d, Py_ssize_t size, long v[5], PyObject **remark_out, PyObject **ext_out) {
+    Py_ssize_t pos = 17;
+    PyObject *remark = NULL, *ext = NULL;
+    if (size < 21) { raise_frame("bad ROCKETMQ header: shorter than its fixed part"); goto fail; }
+    v[0] = be16(d); v[1] = d[2]; v[2] = be16(d + 3); v[3] = be32(d + 5); v[4] = be32(d + 9);
+    int32_t remark_len = be32(d + 13);
+    if (remark_len < 0 || pos + remark_len > size) { raise_frame("remark length out of range"); goto fail; }
     if (remark_len) {
         remark = PyUnicode_DecodeUTF8((const char *)d + pos, remark_len, NULL);
         if (!remark) goto bad_text;
@@ -49,26 +48,26 @@ static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
         remark = Py_NewRef(Py_None);
     }
     pos += remark_len;
-    if (pos + 4 > size) { raise_frame("bad ROCKETMQ header: no extFields length"); goto done; }
+    if (pos + 4 > size) { raise_frame("bad ROCKETMQ header: no extFields length"); goto fail; }
     int32_t ext_len = be32(d + pos);
     pos += 4;
     Py_ssize_t end = pos + ext_len;
-    if (ext_len < 0 || end > size) { raise_frame("extFields length out of range"); goto done; }
+    if (ext_len < 0 || end > size) { raise_frame("extFields length out of range"); goto fail; }
     if (!ext_len) {
         ext = Py_NewRef(Py_None);
     } else {
         ext = PyDict_New();
-        if (!ext) goto done;
+        if (!ext) goto fail;
         while (pos < end) {
-            if (pos + 2 > size) { raise_frame("bad ROCKETMQ header: truncated extFields entry"); goto done; }
+            if (pos + 2 > size) { raise_frame("bad ROCKETMQ header: truncated extFields entry"); goto fail; }
             int klen = be16(d + pos);
             pos += 2;
-            if (klen < 0 || pos + klen + 4 > size) { raise_frame("extFields entry out of range"); goto done; }
+            if (klen < 0 || pos + klen + 4 > size) { raise_frame("extFields entry out of range"); goto fail; }
             const char *kp = (const char *)d + pos;
             pos += klen;
             int32_t vlen = be32(d + pos);
             pos += 4;
-            if (vlen < 0 || pos + vlen > end) { raise_frame("extFields entry out of range"); goto done; }
+            if (vlen < 0 || pos + vlen > end) { raise_frame("extFields entry out of range"); goto fail; }
             PyObject *key = PyUnicode_DecodeUTF8(kp, klen, NULL);
             if (!key) goto bad_text;
             PyObject *value = PyUnicode_DecodeUTF8((const char *)d + pos, vlen, NULL);
@@ -76,22 +75,132 @@ static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
             int rc = PyDict_SetItem(ext, key, value);
             Py_DECREF(key);
             Py_DECREF(value);
-            if (rc < 0) goto done;
+            if (rc < 0) goto fail;
             pos += vlen;
         }
     }
-    result = Py_BuildValue("(iiiiiOO)", code, lang, version, (int)opaque, (int)flag, remark, ext);
-    goto done;
+    *remark_out = remark;
+    *ext_out = ext;
+    return 0;
 bad_text:
     if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
         PyErr_Clear();
         raise_frame("bad ROCKETMQ header: text is not UTF-8");
     }
-done:
+fail:
     Py_XDECREF(remark);
     Py_XDECREF(ext);
+    return -1;
+}
+
+/* decode_binary_fields(data) -> (code, language, version, opaque, flag, remark, ext) */
+static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    long v[5];
+    PyObject *remark, *ext, *result = NULL;
+    if (parse_binary_header((const unsigned char *)view.buf, view.len, v, &remark, &ext) == 0) {
+        result = Py_BuildValue("(iiiiiNN)", (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], remark, ext);
+    }
     PyBuffer_Release(&view);
     return result;
+}
+
+/* What decode_frame_payload builds, set by configure_command: RemotingCommand, the byte offsets of
+ * its slots, language names by code, SerializeType.ROCKETMQ and the pure-Python decoder for the rest. */
+enum { S_CODE, S_LANGUAGE, S_VERSION, S_OPAQUE, S_FLAG, S_REMARK, S_EXT, S_BODY, S_STYPE, S_FAST, N_SLOTS };
+static const char *slot_names[N_SLOTS] = {"code", "language", "version", "opaque", "flag", "remark", "ext_fields",
+                                          "body", "serialize_type", "fast_keys"};
+static PyTypeObject *cmd_type = NULL;
+static Py_ssize_t slot_off[N_SLOTS];
+static PyObject *lang_names = NULL, *lang_other = NULL, *stype_rocketmq = NULL, *decode_py = NULL;
+
+static PyObject *configure_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyType_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "configure_command(cls, languages: dict, other, rocketmq, fallback)");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[0];
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *descr = PyDict_GetItemString(tp->tp_dict, slot_names[i]);
+        if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot of %s", slot_names[i], tp->tp_name);
+            return NULL;
+        }
+        slot_off[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Py_XSETREF(cmd_type, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(lang_names, Py_NewRef(args[1]));
+    Py_XSETREF(lang_other, Py_NewRef(args[2]));
+    Py_XSETREF(stype_rocketmq, Py_NewRef(args[3]));
+    Py_XSETREF(decode_py, Py_NewRef(args[4]));
+    Py_RETURN_NONE;
+}
+
+static inline void set_slot(PyObject *obj, int i, PyObject *value) {
+    *(PyObject **)((char *)obj + slot_off[i]) = value;  /* steals value; the slot was NULL */
+}
+
+/* decode_frame_payload(payload) -> RemotingCommand: a ROCKETMQ-header frame decoded here, the command's
+ * slots filled as its __init__ would; any other frame (JSON, too short) by the pure-Python decoder. */
+static PyObject *decode_frame_payload(PyObject *self, PyObject *arg) {
+    if (!cmd_type) { PyErr_SetString(PyExc_RuntimeError, "configure_command was not called"); return NULL; }
+    if (!PyBytes_Check(arg) || PyBytes_GET_SIZE(arg) < 4) return PyObject_CallOneArg(decode_py, arg);
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(arg);
+    Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    uint32_t mark = (uint32_t)be32(d);
+    Py_ssize_t header_len = mark & 0xFFFFFF;
+    if ((mark >> 24) != 1 || 4 + header_len > size) return PyObject_CallOneArg(decode_py, arg);
+    long v[5];
+    PyObject *remark, *ext;
+    if (parse_binary_header(d + 4, header_len, v, &remark, &ext) < 0) return NULL;
+    PyObject *fast = NULL, *body = NULL, *lang_key = NULL, *obj = NULL;
+    PyObject *ints[5] = {NULL, NULL, NULL, NULL, NULL};
+    if (ext != Py_None && PyDict_GET_SIZE(ext)) {
+        PyObject *keys = PyDict_Keys(ext);
+        if (!keys) goto fail;
+        fast = PyList_AsTuple(keys);
+        Py_DECREF(keys);
+    } else {
+        fast = PyTuple_New(0);
+    }
+    if (!fast) goto fail;
+    body = PyBytes_FromStringAndSize((const char *)d + 4 + header_len, size - 4 - header_len);
+    if (!body) goto fail;
+    for (int i = 0; i < 5; i++) {
+        if (i == 1) continue;
+        ints[i] = PyLong_FromLong(v[i]);
+        if (!ints[i]) goto fail;
+    }
+    lang_key = PyLong_FromLong(v[1]);
+    if (!lang_key) goto fail;
+    PyObject *lang = PyDict_GetItemWithError(lang_names, lang_key);  /* borrowed */
+    if (!lang) {
+        if (PyErr_Occurred()) goto fail;
+        lang = lang_other;
+    }
+    Py_CLEAR(lang_key);
+    obj = cmd_type->tp_alloc(cmd_type, 0);
+    if (!obj) goto fail;
+    set_slot(obj, S_CODE, ints[0]);
+    set_slot(obj, S_LANGUAGE, Py_NewRef(lang));
+    set_slot(obj, S_VERSION, ints[2]);
+    set_slot(obj, S_OPAQUE, ints[3]);
+    set_slot(obj, S_FLAG, ints[4]);
+    set_slot(obj, S_REMARK, remark);
+    set_slot(obj, S_EXT, ext);
+    set_slot(obj, S_BODY, body);
+    set_slot(obj, S_STYPE, Py_NewRef(stype_rocketmq));
+    set_slot(obj, S_FAST, fast);
+    return obj;
+fail:
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    Py_XDECREF(fast);
+    Py_XDECREF(body);
+    Py_XDECREF(lang_key);
+    for (int i = 0; i < 5; i++) Py_XDECREF(ints[i]);
+    return NULL;
 }
 
 /* encode_binary_ext(ext, order) -> bytes: short key length, key, int value length, value */
@@ -617,6 +726,8 @@ static PyMethodDef methods[] = {
     {"binary_frame_head", (PyCFunction)(void (*)(void))binary_frame_head, METH_FASTCALL, "Frame prefix and ROCKETMQ header of a command, in one bytes."},
     {"send_answer_frame", (PyCFunction)(void (*)(void))send_answer_frame, METH_FASTCALL, "The whole answer frame to a stored message."},
     {"offset_msg_id", (PyCFunction)(void (*)(void))offset_msg_id, METH_FASTCALL, "offsetMsgId of a store address and commit log offset."},
+    {"decode_frame_payload", decode_frame_payload, METH_O, "A frame after its length prefix as a RemotingCommand."},
+    {"configure_command", (PyCFunction)(void (*)(void))configure_command, METH_FASTCALL, "Tell decode_frame_payload what to build."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };

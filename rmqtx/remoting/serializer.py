@@ -307,6 +307,12 @@ def decode_frame_payload(payload: bytes) -> RemotingCommand:
     return cmd
 
 
+decode_frame_payload_py = decode_frame_payload
+if accel is not None:
+    accel.configure_command(RemotingCommand, _LANGUAGES, "OTHER", SerializeType.ROCKETMQ, decode_frame_payload_py)
+    decode_frame_payload = accel.decode_frame_payload  # noqa: F811
+
+
 def decode_frame(frame: bytes) -> RemotingCommand:
     """Decode a whole frame, length prefix included."""
     if len(frame) < 4:

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from rmqtx import accel as accel_mod
 from rmqtx.common import javacompat, message
 from rmqtx.remoting import headers, serializer
+from rmqtx.remoting.codes import SerializeType
+from rmqtx.remoting.command import RemotingCommand
 from rmqtx.store import index
 from rmqtx.store import record as R
 from tests.fixtures import java_frames
@@ -48,6 +50,15 @@ def _binary_header(code: int, lang: int, version: int, opaque: int, flag: int, r
     return struct.pack(">hBhiii", code, lang, version, opaque, flag, len(remark)) + remark + struct.pack(">i", len(ext)) + ext
 
 
+def _command_outcome(fn, payload: bytes):
+    """A decoded command as comparable values (every slot), or the kind of failure."""
+    try:
+        cmd = fn(payload)
+    except serializer.FrameError as exc:
+        return "frame-error", str(exc)
+    return "ok", type(cmd), tuple((name, getattr(cmd, name)) for name in RemotingCommand.__slots__)
+
+
 def _outcome(fn, *args):
     try:
         return "ok", fn(*args)
@@ -63,6 +74,8 @@ ints32 = st.integers(-(2**31), 2**31 - 1)
 class SameResults(unittest.TestCase):
     def setUp(self) -> None:
         C.configure(serializer.FrameError)  # the serializer does this only when it uses the extension
+        C.configure_command(RemotingCommand, serializer._LANGUAGES, "OTHER", SerializeType.ROCKETMQ,
+                            serializer.decode_frame_payload_py)
 
     def test_java_captured_headers(self) -> None:
         count = 0
@@ -96,6 +109,23 @@ class SameResults(unittest.TestCase):
             self.assertEqual(_outcome(C.decode_binary_fields, bad)[0], _outcome(serializer.decode_binary_fields_py, bad)[0], bad)
             if _outcome(C.decode_binary_fields, bad)[0] == "ok":
                 self.assertEqual(C.decode_binary_fields(bad), serializer.decode_binary_fields_py(bad))
+
+    def test_java_captured_frames(self) -> None:
+        for name, _rec, raw in java_frames():
+            payload = raw[4:]
+            self.assertEqual(_command_outcome(C.decode_frame_payload, payload),
+                             _command_outcome(serializer.decode_frame_payload_py, payload), name)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-32768, 32767), st.integers(0, 255), st.integers(-32768, 32767), ints32, ints32, texts,
+           st.lists(st.tuples(texts, texts), max_size=6), st.binary(max_size=40), st.integers(0, 12), st.binary(max_size=3))
+    def test_frames(self, code, lang, version, opaque, flag, remark, entries, body, cut, noise) -> None:
+        header = _binary_header(code, lang, version, opaque, flag, remark.encode(),
+                                [(k.encode(), v.encode()) for k, v in entries])
+        payload = struct.pack(">i", (1 << 24) | len(header)) + header + body
+        for frame in (payload, payload[:cut], noise + payload[cut:], b"\x00" + payload[1:], payload[:4] + noise):
+            self.assertEqual(_command_outcome(C.decode_frame_payload, frame),
+                             _command_outcome(serializer.decode_frame_payload_py, frame), frame)
 
     def test_invalid_utf8_is_a_frame_error(self) -> None:
         data = _binary_header(310, 0, 409, 1, 0, b"", [(b"a", b"\xff\xfe")])
