@@ -185,6 +185,15 @@ class SameSendPathResults(unittest.TestCase):
     def test_properties(self, text) -> None:
         self.assertEqual(C.parse_properties(text), message.parse_properties_py(text))
 
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.text(max_size=8), st.one_of(st.text(max_size=12), st.integers()), max_size=8), st.randoms())
+    def test_joined_properties(self, props, rnd) -> None:
+        order = list(props)
+        rnd.shuffle(order)
+        self.assertEqual(C.join_properties(props, tuple(order)), message.join_properties_py(props, tuple(order)))
+        self.assertEqual(_outcome_any(C.join_properties, props, ("missing",)),
+                         _outcome_any(message.join_properties_py, props, ("missing",)))
+
     def test_properties_as_java_splits_them(self) -> None:
         for text, expected in [("a\x01b\x02c\x01d", {"a": "b", "c": "d"}), ("a\x01b\x02", {"a": "b"}),
                                ("a\x01b\x01\x01", {"a": "b"}), ("a\x01\x01b", {}), ("\x01b", {"": "b"}),
