@@ -12,6 +12,7 @@
 
 static PyObject *frame_error = NULL; /* rmqtx.remoting.serializer.FrameError, set by configure() */
 static PyObject *crc32_fn = NULL;    /* zlib.crc32 */
+static PyObject *struct_error = NULL; /* struct.error: what the pure twins' pack raises out of range */
 
 static PyObject *raise_frame(const char *msg) {
     PyErr_SetString(frame_error ? frame_error : PyExc_ValueError, msg);
@@ -282,6 +283,26 @@ static PyObject *surrogate_error(void) {
     return NULL;
 }
 
+/* hash_units over s[start:end] */
+static int hash_range(PyObject *s, Py_ssize_t start, Py_ssize_t end, uint32_t *h) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    uint32_t acc = *h;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+        if (cp >= 0xD800 && cp <= 0xDFFF) return -1;
+        if (cp > 0xFFFF) {
+            cp -= 0x10000;
+            acc = acc * 31u + (0xD800 + (cp >> 10));
+            acc = acc * 31u + (0xDC00 + (cp & 0x3FF));
+        } else {
+            acc = acc * 31u + cp;
+        }
+    }
+    *h = acc;
+    return 0;
+}
+
 /* java_string_hash(text) -> signed 32-bit String.hashCode */
 static PyObject *java_string_hash(PyObject *self, PyObject *arg) {
     if (!PyUnicode_Check(arg)) { PyErr_SetString(PyExc_TypeError, "str expected"); return NULL; }
@@ -460,6 +481,131 @@ static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromLongLong(prev);
 }
 
+/* IndexFile attributes index_put_keys reads and writes, interned at import */
+enum { I_MM, I_SLOT_NUM, I_INDEX_NUM, I_BEGIN_TS, I_END_TS, I_BEGIN_PHY, I_END_PHY, I_SLOT_COUNT, I_INDEX_COUNT, N_IATTR };
+static const char *iattr_names[N_IATTR] = {"mm", "slot_num", "index_num", "begin_ts", "end_ts", "begin_phy", "end_phy",
+                                           "slot_count", "index_count"};
+static PyObject *iattr[N_IATTR];
+
+/* index_put_keys(f, prefix, uniq_key, keys, phy, store_ts) -> int: IndexFile.put_key for prefix+uniq_key
+ * (when set) and prefix+each word of keys split on " ", in that order, then f's header written into
+ * its mapping: how many entries went in; -1 - how many when f filled up first (header left to the caller). */
+static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "index_put_keys(f, prefix: str, uniq_key, keys, phy, store_ts)");
+        return NULL;
+    }
+    PyObject *f = args[0], *prefix = args[1], *uniq = args[2], *keys = args[3];
+    int has_uniq = PyObject_IsTrue(uniq), has_keys = PyObject_IsTrue(keys);
+    if (has_uniq < 0 || has_keys < 0) return NULL;
+    if ((has_uniq && !PyUnicode_Check(uniq)) || (has_keys && !PyUnicode_Check(keys))) {
+        PyErr_SetString(PyExc_TypeError, "index keys must be str");
+        return NULL;
+    }
+    long long phy = PyLong_AsLongLong(args[4]);
+    if (phy == -1 && PyErr_Occurred()) return NULL;
+    long long ts = PyLong_AsLongLong(args[5]);
+    if (ts == -1 && PyErr_Occurred()) return NULL;
+    long long v[N_IATTR];
+    for (int i = I_SLOT_NUM; i < N_IATTR; i++) {
+        PyObject *o = PyObject_GetAttr(f, iattr[i]);
+        if (!o) return NULL;
+        v[i] = PyLong_AsLongLong(o);
+        Py_DECREF(o);
+        if (v[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    PyObject *mm = PyObject_GetAttr(f, iattr[I_MM]);
+    if (!mm) return NULL;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(mm, &buf, PyBUF_WRITABLE) < 0) { Py_DECREF(mm); return NULL; }
+    Py_DECREF(mm);
+    long long slot_num = v[I_SLOT_NUM], index_num = v[I_INDEX_NUM];
+    uint32_t prefix_hash = 0;
+    long long done = 0, full = 0, changed = 0;
+    int failed = 0;
+    if (slot_num <= 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); failed = 1; goto write_back; }
+    if (hash_units(prefix, &prefix_hash) < 0) { surrogate_error(); failed = 1; goto write_back; }
+    Py_ssize_t klen = has_keys ? PyUnicode_GET_LENGTH(keys) : 0, pos = 0;
+    int first = 1;
+    for (;;) {
+        uint32_t h = prefix_hash;
+        if (first && has_uniq) {
+            if (hash_units(uniq, &h) < 0) { surrogate_error(); failed = 1; goto write_back; }
+        } else {
+            /* the next non-empty word of keys */
+            if (!has_keys) break;
+            Py_ssize_t start = pos, end;
+            int kind = PyUnicode_KIND(keys);
+            const void *data = PyUnicode_DATA(keys);
+            while (start < klen && PyUnicode_READ(kind, data, start) == ' ') start++;
+            if (start >= klen) break;
+            end = start;
+            while (end < klen && PyUnicode_READ(kind, data, end) != ' ') end++;
+            pos = end;
+            if (hash_range(keys, start, end, &h) < 0) { surrogate_error(); failed = 1; goto write_back; }
+        }
+        first = 0;
+        int64_t key_hash = (int32_t)h;
+        if (key_hash < 0) key_hash = -key_hash;
+        if (key_hash > 0x7FFFFFFF) key_hash = 0;
+        long long count = v[I_INDEX_COUNT], begin_ts = v[I_BEGIN_TS];
+        if (count >= index_num) { full = 1; break; }
+        if (count < 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); failed = 1; goto write_back; }
+        long long slot = key_hash % slot_num;
+        long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
+        if (slot_pos + 4 > buf.len || entry_pos + 20 > buf.len) {
+            PyErr_SetString(PyExc_ValueError, "index entry outside the file");
+            failed = 1;
+            goto write_back;
+        }
+        unsigned char *b = buf.buf;
+        long long prev = be32(b + slot_pos);
+        if (prev <= 0 || prev > count) prev = 0;
+        long long diff = 0;
+        if (begin_ts > 0) {
+            long long d = ts - begin_ts;
+            diff = d >= 0 ? d / 1000 : -((-d + 999) / 1000);
+            diff = diff > 0x7FFFFFFF ? 0x7FFFFFFF : diff < 0 ? 0 : diff;
+        }
+        unsigned char *e = b + entry_pos;
+        put32(e, (uint32_t)key_hash); put64(e + 4, (uint64_t)phy); put32(e + 12, (uint32_t)diff); put32(e + 16, (uint32_t)prev);
+        put32(b + slot_pos, (uint32_t)count);
+        if (count <= 1) { v[I_BEGIN_PHY] = phy; v[I_BEGIN_TS] = ts; }
+        if (prev == 0) v[I_SLOT_COUNT]++;
+        v[I_INDEX_COUNT] = count + 1;
+        v[I_END_PHY] = phy;
+        v[I_END_TS] = ts;
+        done++;
+        changed = 1;
+    }
+    if (!full) {  /* IndexFile.write_header */
+        if (buf.len < 40 || v[I_SLOT_COUNT] < -2147483648LL || v[I_SLOT_COUNT] > 2147483647LL
+                || v[I_INDEX_COUNT] < -2147483648LL || v[I_INDEX_COUNT] > 2147483647LL) {
+            PyErr_SetString(struct_error, "index header out of range");
+            failed = 1;
+            goto write_back;
+        }
+        unsigned char *b = buf.buf;
+        put64(b, (uint64_t)v[I_BEGIN_TS]); put64(b + 8, (uint64_t)v[I_END_TS]);
+        put64(b + 16, (uint64_t)v[I_BEGIN_PHY]); put64(b + 24, (uint64_t)v[I_END_PHY]);
+        put32(b + 32, (uint32_t)v[I_SLOT_COUNT]); put32(b + 36, (uint32_t)v[I_INDEX_COUNT]);
+    }
+write_back:
+    PyBuffer_Release(&buf);
+    if (changed) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        for (int i = I_BEGIN_TS; i < N_IATTR; i++) {
+            PyObject *o = PyLong_FromLongLong(v[i]);
+            if (!o || PyObject_SetAttr(f, iattr[i], o) < 0) { Py_XDECREF(o); Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); return NULL; }
+            Py_DECREF(o);
+        }
+        PyErr_Restore(et, ev, tb);
+    }
+    if (failed) return NULL;
+    return PyLong_FromLongLong(full ? -1 - done : done);
+}
+
 static int parse_bool_text(PyObject *v, int *out) {
     /* v.strip().lower() in ("true", "1"); what Java writes ("true"/"false") is read without a call */
     if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) {
@@ -547,7 +693,6 @@ error:
     return NULL;
 }
 
-static PyObject *struct_error = NULL; /* struct.error: what the pure twin's pack raises out of range */
 
 /* binary_frame_head(code, lang, version, opaque, flag, remark: bytes, ext: dict | None, order, body_len)
  * -> the frame's length prefix, type-and-length int and ROCKETMQ header, in one bytes */
@@ -778,6 +923,7 @@ static PyMethodDef methods[] = {
     {"decode_frame_payload", decode_frame_payload, METH_O, "A frame after its length prefix as a RemotingCommand."},
     {"configure_command", (PyCFunction)(void (*)(void))configure_command, METH_FASTCALL, "Tell decode_frame_payload what to build."},
     {"join_properties", (PyCFunction)(void (*)(void))join_properties, METH_FASTCALL, "Message properties dict to its string, in a given order."},
+    {"index_put_keys", (PyCFunction)(void (*)(void))index_put_keys, METH_FASTCALL, "A record's index entries into an IndexFile, and its header."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };
@@ -795,6 +941,10 @@ PyMODINIT_FUNC PyInit__accel(void) {
     struct_error = PyObject_GetAttrString(st, "error");
     Py_DECREF(st);
     if (!struct_error) return NULL;
+    for (int i = 0; i < N_IATTR; i++) {
+        iattr[i] = PyUnicode_InternFromString(iattr_names[i]);
+        if (!iattr[i]) return NULL;
+    }
     static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
     for (int i = 0; i < 14; i++) {
         v2_keys[i] = PyUnicode_InternFromString(names[i]);
