@@ -143,7 +143,7 @@ class SendProcessor:
         if topic.startswith(RETRY_PREFIX):
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
         props = parse_properties(header.properties)
-        is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        is_batch = request.code == _SEND_BATCH or bool(header.batch)
         is_half = not is_batch and props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
         if is_half and self.ctx.config.rejectTransactionMessage:
             return request.make_response(
@@ -204,7 +204,8 @@ class SendProcessor:
             # acknowledged only once durable: the answer is written when the group commit covers it
             store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue))
             return None
-        code = _STORED_CODES.get(result.status)
+        status = result.status
+        code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)  # (an Enum hashes in Python)
         if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
             conn.send_frame(self._answer_frame(code, result, request, reply_queue))
             return None
@@ -212,7 +213,8 @@ class SendProcessor:
 
     def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
         request, conn, queue_id = waiting
-        code = _STORED_CODES.get(result.status)
+        status = result.status
+        code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)
         if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
             conn.send_frame(self._answer_frame(code, result, request, queue_id))
         else:
@@ -280,6 +282,9 @@ def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
 _BORN_HOST = "send.born_host"
 _T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_PUT_OK = PutStatus.PUT_OK
+_SUCCESS = int(ResponseCode.SUCCESS)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
 _ROCKETMQ = SerializeType.ROCKETMQ
 
