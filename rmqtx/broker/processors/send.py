@@ -183,6 +183,7 @@ class SendProcessor:
             )
             d = wait_for_replica(self.ctx, d, header.properties or "")
             return d.addCallback(self._answer, request, reply_queue)
+        cfg = self.ctx.config
         msg = MessageToStore(
             topic,
             queue_id,
@@ -192,7 +193,7 @@ class SendProcessor:
             sys_flag,
             header.bornTimestamp,
             born_host,
-            self.ctx.store_host,
+            (cfg.brokerIP1, cfg.listenPort),  # BrokerContext.store_host
             header.reconsumeTimes or 0,
         )
         role = self.ctx.ha
