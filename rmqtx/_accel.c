@@ -6,11 +6,13 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stdint.h>
 #include <string.h>
 
 static PyObject *frame_error = NULL; /* rmqtx.remoting.serializer.FrameError, set by configure() */
 static PyObject *crc32_fn = NULL;    /* zlib.crc32 */
+static PyObject *struct_error = NULL; /* struct.error: what the pure twins' pack raises out of range */
 
 static PyObject *raise_frame(const char *msg) {
     PyErr_SetString(frame_error ? frame_error : PyExc_ValueError, msg);
@@ -31,17 +33,15 @@ static inline void put64(unsigned char *p, uint64_t v) {
     put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v);
 }
 
-/* decode_binary_fields(data) -> (code, language, version, opaque, flag, remark, ext) */
-static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    const unsigned char *d = (const unsigned char *)view.buf;
-    Py_ssize_t size = view.len, pos = 17;
-    PyObject *remark = NULL, *ext = NULL, *result = NULL;
-    if (size < 21) { raise_frame("bad ROCKETMQ header: shorter than its fixed part"); goto done; }
-    int code = be16(d), lang = d[2], version = be16(d + 3);
-    int32_t opaque = be32(d + 5), flag = be32(d + 9), remark_len = be32(d + 13);
-    if (remark_len < 0 || pos + remark_len > size) { raise_frame("remark length out of range"); goto done; }
+/* The fields of a ROCKETMQ header in d[0:size]: ints into v (code, language, version, opaque, flag),
+ * new references into *remark and *ext (None when absent). -1 with an exception set on bad input. */
+static int parse_binary_header(const unsigned char *d, Py_ssize_t size, long v[5], PyObject **remark_out, PyObject **ext_out) {
+    Py_ssize_t pos = 17;
+    PyObject *remark = NULL, *ext = NULL;
+    if (size < 21) { raise_frame("bad ROCKETMQ header: shorter than its fixed part"); goto fail; }
+    v[0] = be16(d); v[1] = d[2]; v[2] = be16(d + 3); v[3] = be32(d + 5); v[4] = be32(d + 9);
+    int32_t remark_len = be32(d + 13);
+    if (remark_len < 0 || pos + remark_len > size) { raise_frame("remark length out of range"); goto fail; }
     if (remark_len) {
         remark = PyUnicode_DecodeUTF8((const char *)d + pos, remark_len, NULL);
         if (!remark) goto bad_text;
@@ -49,26 +49,26 @@ static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
         remark = Py_NewRef(Py_None);
     }
     pos += remark_len;
-    if (pos + 4 > size) { raise_frame("bad ROCKETMQ header: no extFields length"); goto done; }
+    if (pos + 4 > size) { raise_frame("bad ROCKETMQ header: no extFields length"); goto fail; }
     int32_t ext_len = be32(d + pos);
     pos += 4;
     Py_ssize_t end = pos + ext_len;
-    if (ext_len < 0 || end > size) { raise_frame("extFields length out of range"); goto done; }
+    if (ext_len < 0 || end > size) { raise_frame("extFields length out of range"); goto fail; }
     if (!ext_len) {
         ext = Py_NewRef(Py_None);
     } else {
         ext = PyDict_New();
-        if (!ext) goto done;
+        if (!ext) goto fail;
         while (pos < end) {
-            if (pos + 2 > size) { raise_frame("bad ROCKETMQ header: truncated extFields entry"); goto done; }
+            if (pos + 2 > size) { raise_frame("bad ROCKETMQ header: truncated extFields entry"); goto fail; }
             int klen = be16(d + pos);
             pos += 2;
-            if (klen < 0 || pos + klen + 4 > size) { raise_frame("extFields entry out of range"); goto done; }
+            if (klen < 0 || pos + klen + 4 > size) { raise_frame("extFields entry out of range"); goto fail; }
             const char *kp = (const char *)d + pos;
             pos += klen;
             int32_t vlen = be32(d + pos);
             pos += 4;
-            if (vlen < 0 || pos + vlen > end) { raise_frame("extFields entry out of range"); goto done; }
+            if (vlen < 0 || pos + vlen > end) { raise_frame("extFields entry out of range"); goto fail; }
             PyObject *key = PyUnicode_DecodeUTF8(kp, klen, NULL);
             if (!key) goto bad_text;
             PyObject *value = PyUnicode_DecodeUTF8((const char *)d + pos, vlen, NULL);
@@ -76,22 +76,132 @@ static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
             int rc = PyDict_SetItem(ext, key, value);
             Py_DECREF(key);
             Py_DECREF(value);
-            if (rc < 0) goto done;
+            if (rc < 0) goto fail;
             pos += vlen;
         }
     }
-    result = Py_BuildValue("(iiiiiOO)", code, lang, version, (int)opaque, (int)flag, remark, ext);
-    goto done;
+    *remark_out = remark;
+    *ext_out = ext;
+    return 0;
 bad_text:
     if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
         PyErr_Clear();
         raise_frame("bad ROCKETMQ header: text is not UTF-8");
     }
-done:
+fail:
     Py_XDECREF(remark);
     Py_XDECREF(ext);
+    return -1;
+}
+
+/* decode_binary_fields(data) -> (code, language, version, opaque, flag, remark, ext) */
+static PyObject *decode_binary_fields(PyObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    long v[5];
+    PyObject *remark, *ext, *result = NULL;
+    if (parse_binary_header((const unsigned char *)view.buf, view.len, v, &remark, &ext) == 0) {
+        result = Py_BuildValue("(iiiiiNN)", (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], remark, ext);
+    }
     PyBuffer_Release(&view);
     return result;
+}
+
+/* What decode_frame_payload builds, set by configure_command: RemotingCommand, the byte offsets of
+ * its slots, language names by code, SerializeType.ROCKETMQ and the pure-Python decoder for the rest. */
+enum { S_CODE, S_LANGUAGE, S_VERSION, S_OPAQUE, S_FLAG, S_REMARK, S_EXT, S_BODY, S_STYPE, S_FAST, N_SLOTS };
+static const char *slot_names[N_SLOTS] = {"code", "language", "version", "opaque", "flag", "remark", "ext_fields",
+                                          "body", "serialize_type", "fast_keys"};
+static PyTypeObject *cmd_type = NULL;
+static Py_ssize_t slot_off[N_SLOTS];
+static PyObject *lang_names = NULL, *lang_other = NULL, *stype_rocketmq = NULL, *decode_py = NULL;
+
+static PyObject *configure_command(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5 || !PyType_Check(args[0]) || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "configure_command(cls, languages: dict, other, rocketmq, fallback)");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[0];
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *descr = PyDict_GetItemString(tp->tp_dict, slot_names[i]);
+        if (!descr || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "%s is not a slot of %s", slot_names[i], tp->tp_name);
+            return NULL;
+        }
+        slot_off[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    Py_XSETREF(cmd_type, (PyTypeObject *)Py_NewRef(args[0]));
+    Py_XSETREF(lang_names, Py_NewRef(args[1]));
+    Py_XSETREF(lang_other, Py_NewRef(args[2]));
+    Py_XSETREF(stype_rocketmq, Py_NewRef(args[3]));
+    Py_XSETREF(decode_py, Py_NewRef(args[4]));
+    Py_RETURN_NONE;
+}
+
+static inline void set_slot(PyObject *obj, int i, PyObject *value) {
+    *(PyObject **)((char *)obj + slot_off[i]) = value;  /* steals value; the slot was NULL */
+}
+
+/* decode_frame_payload(payload) -> RemotingCommand: a ROCKETMQ-header frame decoded here, the command's
+ * slots filled as its __init__ would; any other frame (JSON, too short) by the pure-Python decoder. */
+static PyObject *decode_frame_payload(PyObject *self, PyObject *arg) {
+    if (!cmd_type) { PyErr_SetString(PyExc_RuntimeError, "configure_command was not called"); return NULL; }
+    if (!PyBytes_Check(arg) || PyBytes_GET_SIZE(arg) < 4) return PyObject_CallOneArg(decode_py, arg);
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(arg);
+    Py_ssize_t size = PyBytes_GET_SIZE(arg);
+    uint32_t mark = (uint32_t)be32(d);
+    Py_ssize_t header_len = mark & 0xFFFFFF;
+    if ((mark >> 24) != 1 || 4 + header_len > size) return PyObject_CallOneArg(decode_py, arg);
+    long v[5];
+    PyObject *remark, *ext;
+    if (parse_binary_header(d + 4, header_len, v, &remark, &ext) < 0) return NULL;
+    PyObject *fast = NULL, *body = NULL, *lang_key = NULL, *obj = NULL;
+    PyObject *ints[5] = {NULL, NULL, NULL, NULL, NULL};
+    if (ext != Py_None && PyDict_GET_SIZE(ext)) {
+        PyObject *keys = PyDict_Keys(ext);
+        if (!keys) goto fail;
+        fast = PyList_AsTuple(keys);
+        Py_DECREF(keys);
+    } else {
+        fast = PyTuple_New(0);
+    }
+    if (!fast) goto fail;
+    body = PyBytes_FromStringAndSize((const char *)d + 4 + header_len, size - 4 - header_len);
+    if (!body) goto fail;
+    for (int i = 0; i < 5; i++) {
+        if (i == 1) continue;
+        ints[i] = PyLong_FromLong(v[i]);
+        if (!ints[i]) goto fail;
+    }
+    lang_key = PyLong_FromLong(v[1]);
+    if (!lang_key) goto fail;
+    PyObject *lang = PyDict_GetItemWithError(lang_names, lang_key);  /* borrowed */
+    if (!lang) {
+        if (PyErr_Occurred()) goto fail;
+        lang = lang_other;
+    }
+    Py_CLEAR(lang_key);
+    obj = cmd_type->tp_alloc(cmd_type, 0);
+    if (!obj) goto fail;
+    set_slot(obj, S_CODE, ints[0]);
+    set_slot(obj, S_LANGUAGE, Py_NewRef(lang));
+    set_slot(obj, S_VERSION, ints[2]);
+    set_slot(obj, S_OPAQUE, ints[3]);
+    set_slot(obj, S_FLAG, ints[4]);
+    set_slot(obj, S_REMARK, remark);
+    set_slot(obj, S_EXT, ext);
+    set_slot(obj, S_BODY, body);
+    set_slot(obj, S_STYPE, Py_NewRef(stype_rocketmq));
+    set_slot(obj, S_FAST, fast);
+    return obj;
+fail:
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    Py_XDECREF(fast);
+    Py_XDECREF(body);
+    Py_XDECREF(lang_key);
+    for (int i = 0; i < 5; i++) Py_XDECREF(ints[i]);
+    return NULL;
 }
 
 /* encode_binary_ext(ext, order) -> bytes: short key length, key, int value length, value */
@@ -171,6 +281,26 @@ static int hash_units(PyObject *s, uint32_t *h) {
 static PyObject *surrogate_error(void) {
     PyErr_SetString(PyExc_UnicodeError, "lone surrogate in a Java string hash");
     return NULL;
+}
+
+/* hash_units over s[start:end] */
+static int hash_range(PyObject *s, Py_ssize_t start, Py_ssize_t end, uint32_t *h) {
+    int kind = PyUnicode_KIND(s);
+    const void *data = PyUnicode_DATA(s);
+    uint32_t acc = *h;
+    for (Py_ssize_t i = start; i < end; i++) {
+        Py_UCS4 cp = PyUnicode_READ(kind, data, i);
+        if (cp >= 0xD800 && cp <= 0xDFFF) return -1;
+        if (cp > 0xFFFF) {
+            cp -= 0x10000;
+            acc = acc * 31u + (0xD800 + (cp >> 10));
+            acc = acc * 31u + (0xDC00 + (cp & 0x3FF));
+        } else {
+            acc = acc * 31u + cp;
+        }
+    }
+    *h = acc;
+    return 0;
 }
 
 /* java_string_hash(text) -> signed 32-bit String.hashCode */
@@ -351,8 +481,139 @@ static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromLongLong(prev);
 }
 
+/* IndexFile attributes index_put_keys reads and writes, interned at import */
+enum { I_MM, I_SLOT_NUM, I_INDEX_NUM, I_BEGIN_TS, I_END_TS, I_BEGIN_PHY, I_END_PHY, I_SLOT_COUNT, I_INDEX_COUNT, N_IATTR };
+static const char *iattr_names[N_IATTR] = {"mm", "slot_num", "index_num", "begin_ts", "end_ts", "begin_phy", "end_phy",
+                                           "slot_count", "index_count"};
+static PyObject *iattr[N_IATTR];
+
+/* index_put_keys(f, prefix, uniq_key, keys, phy, store_ts) -> int: IndexFile.put_key for prefix+uniq_key
+ * (when set) and prefix+each word of keys split on " ", in that order, then f's header written into
+ * its mapping: how many entries went in; -1 - how many when f filled up first (header left to the caller). */
+static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6 || !PyUnicode_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "index_put_keys(f, prefix: str, uniq_key, keys, phy, store_ts)");
+        return NULL;
+    }
+    PyObject *f = args[0], *prefix = args[1], *uniq = args[2], *keys = args[3];
+    int has_uniq = PyObject_IsTrue(uniq), has_keys = PyObject_IsTrue(keys);
+    if (has_uniq < 0 || has_keys < 0) return NULL;
+    if ((has_uniq && !PyUnicode_Check(uniq)) || (has_keys && !PyUnicode_Check(keys))) {
+        PyErr_SetString(PyExc_TypeError, "index keys must be str");
+        return NULL;
+    }
+    long long phy = PyLong_AsLongLong(args[4]);
+    if (phy == -1 && PyErr_Occurred()) return NULL;
+    long long ts = PyLong_AsLongLong(args[5]);
+    if (ts == -1 && PyErr_Occurred()) return NULL;
+    long long v[N_IATTR];
+    for (int i = I_SLOT_NUM; i < N_IATTR; i++) {
+        PyObject *o = PyObject_GetAttr(f, iattr[i]);
+        if (!o) return NULL;
+        v[i] = PyLong_AsLongLong(o);
+        Py_DECREF(o);
+        if (v[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    PyObject *mm = PyObject_GetAttr(f, iattr[I_MM]);
+    if (!mm) return NULL;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(mm, &buf, PyBUF_WRITABLE) < 0) { Py_DECREF(mm); return NULL; }
+    Py_DECREF(mm);
+    long long slot_num = v[I_SLOT_NUM], index_num = v[I_INDEX_NUM];
+    uint32_t prefix_hash = 0;
+    long long done = 0, full = 0, changed = 0;
+    int failed = 0;
+    if (slot_num <= 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); failed = 1; goto write_back; }
+    if (hash_units(prefix, &prefix_hash) < 0) { surrogate_error(); failed = 1; goto write_back; }
+    Py_ssize_t klen = has_keys ? PyUnicode_GET_LENGTH(keys) : 0, pos = 0;
+    int first = 1;
+    for (;;) {
+        uint32_t h = prefix_hash;
+        if (first && has_uniq) {
+            if (hash_units(uniq, &h) < 0) { surrogate_error(); failed = 1; goto write_back; }
+        } else {
+            /* the next non-empty word of keys */
+            if (!has_keys) break;
+            Py_ssize_t start = pos, end;
+            int kind = PyUnicode_KIND(keys);
+            const void *data = PyUnicode_DATA(keys);
+            while (start < klen && PyUnicode_READ(kind, data, start) == ' ') start++;
+            if (start >= klen) break;
+            end = start;
+            while (end < klen && PyUnicode_READ(kind, data, end) != ' ') end++;
+            pos = end;
+            if (hash_range(keys, start, end, &h) < 0) { surrogate_error(); failed = 1; goto write_back; }
+        }
+        first = 0;
+        int64_t key_hash = (int32_t)h;
+        if (key_hash < 0) key_hash = -key_hash;
+        if (key_hash > 0x7FFFFFFF) key_hash = 0;
+        long long count = v[I_INDEX_COUNT], begin_ts = v[I_BEGIN_TS];
+        if (count >= index_num) { full = 1; break; }
+        if (count < 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); failed = 1; goto write_back; }
+        long long slot = key_hash % slot_num;
+        long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
+        if (slot_pos + 4 > buf.len || entry_pos + 20 > buf.len) {
+            PyErr_SetString(PyExc_ValueError, "index entry outside the file");
+            failed = 1;
+            goto write_back;
+        }
+        unsigned char *b = buf.buf;
+        long long prev = be32(b + slot_pos);
+        if (prev <= 0 || prev > count) prev = 0;
+        long long diff = 0;
+        if (begin_ts > 0) {
+            long long d = ts - begin_ts;
+            diff = d >= 0 ? d / 1000 : -((-d + 999) / 1000);
+            diff = diff > 0x7FFFFFFF ? 0x7FFFFFFF : diff < 0 ? 0 : diff;
+        }
+        unsigned char *e = b + entry_pos;
+        put32(e, (uint32_t)key_hash); put64(e + 4, (uint64_t)phy); put32(e + 12, (uint32_t)diff); put32(e + 16, (uint32_t)prev);
+        put32(b + slot_pos, (uint32_t)count);
+        if (count <= 1) { v[I_BEGIN_PHY] = phy; v[I_BEGIN_TS] = ts; }
+        if (prev == 0) v[I_SLOT_COUNT]++;
+        v[I_INDEX_COUNT] = count + 1;
+        v[I_END_PHY] = phy;
+        v[I_END_TS] = ts;
+        done++;
+        changed = 1;
+    }
+    if (!full) {  /* IndexFile.write_header */
+        if (buf.len < 40 || v[I_SLOT_COUNT] < -2147483648LL || v[I_SLOT_COUNT] > 2147483647LL
+                || v[I_INDEX_COUNT] < -2147483648LL || v[I_INDEX_COUNT] > 2147483647LL) {
+            PyErr_SetString(struct_error, "index header out of range");
+            failed = 1;
+            goto write_back;
+        }
+        unsigned char *b = buf.buf;
+        put64(b, (uint64_t)v[I_BEGIN_TS]); put64(b + 8, (uint64_t)v[I_END_TS]);
+        put64(b + 16, (uint64_t)v[I_BEGIN_PHY]); put64(b + 24, (uint64_t)v[I_END_PHY]);
+        put32(b + 32, (uint32_t)v[I_SLOT_COUNT]); put32(b + 36, (uint32_t)v[I_INDEX_COUNT]);
+    }
+write_back:
+    PyBuffer_Release(&buf);
+    if (changed) {
+        PyObject *et, *ev, *tb;
+        PyErr_Fetch(&et, &ev, &tb);
+        for (int i = I_BEGIN_TS; i < N_IATTR; i++) {
+            PyObject *o = PyLong_FromLongLong(v[i]);
+            if (!o || PyObject_SetAttr(f, iattr[i], o) < 0) { Py_XDECREF(o); Py_XDECREF(et); Py_XDECREF(ev); Py_XDECREF(tb); return NULL; }
+            Py_DECREF(o);
+        }
+        PyErr_Restore(et, ev, tb);
+    }
+    if (failed) return NULL;
+    return PyLong_FromLongLong(full ? -1 - done : done);
+}
+
 static int parse_bool_text(PyObject *v, int *out) {
-    /* v.strip().lower() in ("true", "1") */
+    /* v.strip().lower() in ("true", "1"); what Java writes ("true"/"false") is read without a call */
+    if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(v);
+        const char *c = (const char *)PyUnicode_1BYTE_DATA(v);
+        if (n == 5 && memcmp(c, "false", 5) == 0) { *out = 0; return 0; }
+        if (n == 4 && memcmp(c, "true", 4) == 0) { *out = 1; return 0; }
+    }
     PyObject *s = PyObject_CallMethod(v, "strip", NULL);
     if (!s) return -1;
     PyObject *l = PyObject_CallMethod(s, "lower", NULL);
@@ -363,17 +624,35 @@ static int parse_bool_text(PyObject *v, int *out) {
     return 0;
 }
 
+/* int(v) for a str: plain ASCII decimals (optional '-', up to 18 digits) read here, the rest by int() */
+static PyObject *int_of_text(PyObject *v) {
+    if (PyUnicode_CheckExact(v) && PyUnicode_IS_ASCII(v)) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(v), i = 0;
+        const char *c = (const char *)PyUnicode_1BYTE_DATA(v);
+        int neg = n > 0 && c[0] == '-';
+        i = neg;
+        if (n - i >= 1 && n - i <= 18) {
+            long long acc = 0;
+            for (; i < n && c[i] >= '0' && c[i] <= '9'; i++) acc = acc * 10 + (c[i] - '0');
+            if (i == n) return PyLong_FromLongLong(neg ? -acc : acc);
+        }
+    }
+    return PyNumber_Long(v);
+}
+
+static PyObject *v2_keys[14]; /* "a".."n" in send_v2_values' order, made once at import */
+
 /* send_v2_values(ext) -> the 14 SendMessageRequestHeader values from SEND_MESSAGE_V2's short names,
  * or None when a required one is missing or a number does not parse (the caller goes the generic way). */
 static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
     if (!PyDict_Check(ext)) Py_RETURN_NONE;
-    static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
     /* value kinds: 0 str as is (required), 1 int (required), 2 optional as is, 3 optional int, 4 bool */
     static const int kinds[] = {0, 0, 0, 1, 1, 1, 1, 1, 2, 3, 4, 4, 3, 2};
     PyObject *out = PyTuple_New(14);
     if (!out) return NULL;
     for (int i = 0; i < 14; i++) {
-        PyObject *v = PyDict_GetItemString(ext, names[i]);  /* borrowed */
+        PyObject *v = PyDict_GetItemWithError(ext, v2_keys[i]);  /* borrowed */
+        if (!v && PyErr_Occurred()) goto error;
         PyObject *val = NULL;
         switch (kinds[i]) {
         case 0:
@@ -382,7 +661,7 @@ static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
             break;
         case 1:
             if (!v) goto fallback;
-            val = PyNumber_Long(v);
+            val = int_of_text(v);
             if (!val) goto number_error;
             break;
         case 2:
@@ -390,7 +669,7 @@ static PyObject *send_v2_values(PyObject *self, PyObject *ext) {
             break;
         case 3:
             if (!v) { val = Py_NewRef(Py_None); break; }
-            val = PyNumber_Long(v);
+            val = int_of_text(v);
             if (!val) goto number_error;
             break;
         case 4: {
@@ -414,7 +693,6 @@ error:
     return NULL;
 }
 
-static PyObject *struct_error = NULL; /* struct.error: what the pure twin's pack raises out of range */
 
 /* binary_frame_head(code, lang, version, opaque, flag, remark: bytes, ext: dict | None, order, body_len)
  * -> the frame's length prefix, type-and-length int and ROCKETMQ header, in one bytes */
@@ -466,6 +744,165 @@ static PyObject *binary_frame_head(PyObject *self, PyObject *const *args, Py_ssi
     return out;
 }
 
+/* The text of an int for a header value: decimal digits written here when it fits, else str(). */
+static int int_text(PyObject *v, char *buf, size_t cap, PyObject **holder, const char **out, Py_ssize_t *len) {
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        if (!overflow) {
+            *len = snprintf(buf, cap, "%lld", x);
+            *out = buf;
+            return 0;
+        }
+    }
+    *holder = PyObject_Str(v);
+    if (!*holder) return -1;
+    *out = PyUnicode_AsUTF8AndSize(*holder, len);
+    return *out ? 0 : -1;
+}
+
+static inline unsigned char *put_entry(unsigned char *p, const char *k, Py_ssize_t kl, const char *v, Py_ssize_t vl) {
+    p[0] = (unsigned char)(kl >> 8); p[1] = (unsigned char)kl;
+    memcpy(p + 2, k, kl);
+    p += 2 + kl;
+    put32(p, (uint32_t)vl);
+    memcpy(p + 4, v, vl);
+    return p + 4 + vl;
+}
+
+/* send_answer_frame(code, opaque, region, trace_on, msg_id, queue_id, queue_offset) -> bytes: the whole
+ * ROCKETMQ-header answer to a stored message (JAVA, version 409, response flag, no remark, no body),
+ * ext fields msgId, queueId, queueOffset, TRACE_ON, MSG_REGION in that order. */
+static PyObject *send_answer_frame(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) { PyErr_SetString(PyExc_TypeError, "send_answer_frame takes 7 arguments"); return NULL; }
+    long long code = PyLong_AsLongLong(args[0]);
+    if (code == -1 && PyErr_Occurred()) return NULL;
+    long long opaque = PyLong_AsLongLong(args[1]);
+    if (opaque == -1 && PyErr_Occurred()) return NULL;
+    if (code < -32768 || code > 32767 || opaque < -2147483648LL || opaque > 2147483647LL) {
+        PyErr_SetString(struct_error, "header field out of range");
+        return NULL;
+    }
+    for (int i = 2; i < 5; i++) {
+        if (!PyUnicode_Check(args[i])) { PyErr_SetString(PyExc_TypeError, "ext keys and values must be str"); return NULL; }
+    }
+    Py_ssize_t rl, tl, ml, ql, ol;
+    const char *region = PyUnicode_AsUTF8AndSize(args[2], &rl);
+    if (!region) return NULL;
+    const char *trace = PyUnicode_AsUTF8AndSize(args[3], &tl);
+    if (!trace) return NULL;
+    const char *msg_id = PyUnicode_AsUTF8AndSize(args[4], &ml);
+    if (!msg_id) return NULL;
+    char qbuf[32], obuf[32];
+    const char *q, *o;
+    PyObject *qh = NULL, *oh = NULL, *out = NULL;
+    if (int_text(args[5], qbuf, sizeof qbuf, &qh, &q, &ql) < 0) goto done;
+    if (int_text(args[6], obuf, sizeof obuf, &oh, &o, &ol) < 0) goto done;
+    /* key lengths: msgId 5, queueId 7, queueOffset 11, TRACE_ON 8, MSG_REGION 10 */
+    Py_ssize_t elen = 5 * 6 + 5 + 7 + 11 + 8 + 10 + ml + ql + ol + tl + rl;
+    Py_ssize_t hlen = 17 + 4 + elen;
+    if (hlen > 0xFFFFFF) { PyErr_SetString(struct_error, "frame too long"); goto done; }
+    out = PyBytes_FromStringAndSize(NULL, 8 + hlen);
+    if (!out) goto done;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(out);
+    put32(p, (uint32_t)(4 + hlen));
+    put32(p + 4, (uint32_t)((1u << 24) | (uint32_t)hlen));
+    p += 8;
+    p[0] = (unsigned char)((uint16_t)code >> 8); p[1] = (unsigned char)code;
+    p[2] = 0;  /* LanguageCode.JAVA */
+    p[3] = (unsigned char)(409 >> 8); p[4] = (unsigned char)(409 & 0xFF);
+    put32(p + 5, (uint32_t)opaque);
+    put32(p + 9, 1u);  /* RESPONSE_FLAG */
+    put32(p + 13, 0u); /* no remark */
+    put32(p + 17, (uint32_t)elen);
+    p += 21;
+    p = put_entry(p, "msgId", 5, msg_id, ml);
+    p = put_entry(p, "queueId", 7, q, ql);
+    p = put_entry(p, "queueOffset", 11, o, ol);
+    p = put_entry(p, "TRACE_ON", 8, trace, tl);
+    put_entry(p, "MSG_REGION", 10, region, rl);
+done:
+    Py_XDECREF(qh);
+    Py_XDECREF(oh);
+    return out;
+}
+
+/* offset_msg_id(store_ip, store_port, offset) -> str: upper-case hex of the address bytes, the port
+ * as a signed 32-bit int and the offset as an unsigned 64-bit one. */
+static PyObject *offset_msg_id(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "offset_msg_id takes 3 arguments"); return NULL; }
+    if (!PyBytes_Check(args[0])) { PyErr_SetString(PyExc_TypeError, "store_ip must be bytes"); return NULL; }
+    long long port = PyLong_AsLongLong(args[1]);
+    if (port == -1 && PyErr_Occurred()) return NULL;
+    if (port < -2147483648LL || port > 2147483647LL) { PyErr_SetString(struct_error, "port out of range"); return NULL; }
+    if (!PyLong_Check(args[2])) { PyErr_SetString(PyExc_TypeError, "offset must be an int"); return NULL; }
+    unsigned long long off = PyLong_AsUnsignedLongLongMask(args[2]);
+    if (off == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PyBytes_GET_SIZE(args[0]);
+    if (n > 64) { PyErr_SetString(PyExc_ValueError, "store_ip too long"); return NULL; }
+    unsigned char raw[64 + 12];
+    memcpy(raw, PyBytes_AS_STRING(args[0]), n);
+    put32(raw + n, (uint32_t)port);
+    put64(raw + n + 4, off);
+    static const char hex[] = "0123456789ABCDEF";
+    char text[2 * (64 + 12)];
+    for (Py_ssize_t i = 0; i < n + 12; i++) {
+        text[2 * i] = hex[raw[i] >> 4];
+        text[2 * i + 1] = hex[raw[i] & 15];
+    }
+    return PyUnicode_FromStringAndSize(text, 2 * (n + 12));
+}
+
+/* join_properties(props, order) -> str: f"{name}\x01{props[name]}" for each name of order, joined by \x02
+ * (anything not a str is formatted as an f-string would). */
+static PyObject *join_properties(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) { PyErr_SetString(PyExc_TypeError, "join_properties takes 2 arguments"); return NULL; }
+    PyObject *props = args[0];
+    PyObject *order = PySequence_Fast(args[1], "order must be a sequence");
+    if (!order) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(order);
+    PyObject **names = PySequence_Fast_ITEMS(order);
+    PyObject **parts = PyMem_Calloc(2 * n + 1, sizeof(PyObject *));
+    PyObject *out = NULL;
+    if (!parts) { PyErr_NoMemory(); goto done; }
+    Py_ssize_t total = n ? 2 * n - 1 : 0;
+    Py_UCS4 maxchar = 127;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyObject_GetItem(props, names[i]);
+        if (!value) goto done;
+        PyObject *items[2] = {names[i], value};
+        for (int j = 0; j < 2; j++) {
+            PyObject *text = PyUnicode_CheckExact(items[j]) ? Py_NewRef(items[j]) : PyObject_Format(items[j], NULL);
+            if (!text) { Py_DECREF(value); goto done; }
+            parts[2 * i + j] = text;
+            total += PyUnicode_GET_LENGTH(text);
+            Py_UCS4 m = PyUnicode_MAX_CHAR_VALUE(text);
+            if (m > maxchar) maxchar = m;
+        }
+        Py_DECREF(value);
+    }
+    out = PyUnicode_New(total, maxchar);
+    if (!out) goto done;
+    Py_ssize_t pos = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i) PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), pos++, 2);
+        Py_ssize_t kl = PyUnicode_GET_LENGTH(parts[2 * i]), vl = PyUnicode_GET_LENGTH(parts[2 * i + 1]);
+        if (PyUnicode_CopyCharacters(out, pos, parts[2 * i], 0, kl) < 0) { Py_CLEAR(out); goto done; }
+        pos += kl;
+        PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), pos++, 1);
+        if (PyUnicode_CopyCharacters(out, pos, parts[2 * i + 1], 0, vl) < 0) { Py_CLEAR(out); goto done; }
+        pos += vl;
+    }
+done:
+    if (parts) {
+        for (Py_ssize_t i = 0; i < 2 * n; i++) Py_XDECREF(parts[i]);
+        PyMem_Free(parts);
+    }
+    Py_DECREF(order);
+    return out;
+}
+
 static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_XSETREF(frame_error, Py_NewRef(arg));
     Py_RETURN_NONE;
@@ -481,6 +918,12 @@ static PyMethodDef methods[] = {
     {"index_put", (PyCFunction)(void (*)(void))index_put, METH_FASTCALL, "Write one index entry and link its hash slot."},
     {"send_v2_values", send_v2_values, METH_O, "SEND_MESSAGE_V2 short-name fields to SendMessageRequestHeader values, or None."},
     {"binary_frame_head", (PyCFunction)(void (*)(void))binary_frame_head, METH_FASTCALL, "Frame prefix and ROCKETMQ header of a command, in one bytes."},
+    {"send_answer_frame", (PyCFunction)(void (*)(void))send_answer_frame, METH_FASTCALL, "The whole answer frame to a stored message."},
+    {"offset_msg_id", (PyCFunction)(void (*)(void))offset_msg_id, METH_FASTCALL, "offsetMsgId of a store address and commit log offset."},
+    {"decode_frame_payload", decode_frame_payload, METH_O, "A frame after its length prefix as a RemotingCommand."},
+    {"configure_command", (PyCFunction)(void (*)(void))configure_command, METH_FASTCALL, "Tell decode_frame_payload what to build."},
+    {"join_properties", (PyCFunction)(void (*)(void))join_properties, METH_FASTCALL, "Message properties dict to its string, in a given order."},
+    {"index_put_keys", (PyCFunction)(void (*)(void))index_put_keys, METH_FASTCALL, "A record's index entries into an IndexFile, and its header."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };
@@ -498,5 +941,14 @@ PyMODINIT_FUNC PyInit__accel(void) {
     struct_error = PyObject_GetAttrString(st, "error");
     Py_DECREF(st);
     if (!struct_error) return NULL;
+    for (int i = 0; i < N_IATTR; i++) {
+        iattr[i] = PyUnicode_InternFromString(iattr_names[i]);
+        if (!iattr[i]) return NULL;
+    }
+    static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
+    for (int i = 0; i < 14; i++) {
+        v2_keys[i] = PyUnicode_InternFromString(names[i]);
+        if (!v2_keys[i]) return NULL;
+    }
     return PyModule_Create(&module);
 }

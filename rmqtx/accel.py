@@ -1,9 +1,12 @@
 """The optional compiled accelerator: ``rmqtx._accel`` when built and not disabled, else None.
 
 Set ``RMQTX_PURE_PYTHON=1`` to run without it. Every function in it has a pure-Python twin of the
-same name and signature (the reference, still tested): ``decode_binary_fields`` and
-``encode_binary_ext`` in rmqtx.remoting.serializer, ``java_string_hash`` in rmqtx.common.javacompat,
-``index_key_hash2`` and ``write_record`` in rmqtx.store.record.
+same name and signature (the reference, still tested in tests/remoting/test_accel.py):
+``decode_binary_fields``, ``encode_binary_ext``, ``binary_frame_head``, ``decode_frame_payload`` and
+``send_answer_frame`` in rmqtx.remoting.serializer, ``send_v2_values`` in rmqtx.remoting.headers,
+``java_string_hash`` in rmqtx.common.javacompat, ``parse_properties`` and ``join_properties`` in
+rmqtx.common.message, ``index_key_hash2``, ``write_record`` and ``offset_msg_id`` in
+rmqtx.store.record, ``index_put`` and ``index_put_keys`` in rmqtx.store.index.
 """
 
 from __future__ import annotations

@@ -42,6 +42,16 @@ if accel is not None:
     parse_properties = accel.parse_properties  # noqa: F811
 
 
+def join_properties(props: dict[str, str], order: tuple[str, ...]) -> str:
+    """``name\x01value`` of each name in ``order``, joined by ``\x02``."""
+    return PROPERTY_SEPARATOR.join([f"{name}{NAME_VALUE_SEPARATOR}{props[name]}" for name in order])
+
+
+join_properties_py = join_properties
+if accel is not None:
+    join_properties = accel.join_properties  # noqa: F811
+
+
 def properties_to_string(props: dict[str, str]) -> str:
     """The string Java 4.9 stores: HashMap order (as inserted here), no trailing separator."""
-    return PROPERTY_SEPARATOR.join([f"{name}{NAME_VALUE_SEPARATOR}{props[name]}" for name in hashmap_order(tuple(props))])
+    return join_properties(props, hashmap_order(tuple(props)))

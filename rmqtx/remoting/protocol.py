@@ -93,7 +93,9 @@ class Dispatcher:
         except Exception as exc:  # a handler bug must not take the connection down
             conn.answer(request, self._error_response(request, Failure(exc), conn))
             return
-        if result is None or type(result) is RemotingCommand:
+        if result is None:  # answered already (or oneway)
+            return
+        if type(result) is RemotingCommand:
             conn.answer(request, result)
         elif isinstance(result, defer.Deferred) or hasattr(result, "__await__"):
             d = defer.ensureDeferred(result) if not isinstance(result, defer.Deferred) else result

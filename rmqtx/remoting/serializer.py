@@ -9,7 +9,7 @@ import orjson
 
 from rmqtx.accel import accel
 from rmqtx.common.javacompat import hashmap_order
-from rmqtx.remoting.codes import LanguageCode, SerializeType
+from rmqtx.remoting.codes import CURRENT_VERSION, RESPONSE_FLAG, LanguageCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand, java_string, next_opaque
 
 #: Largest frame Java accepts, length prefix included.
@@ -205,14 +205,31 @@ def binary_frame_head(code: int, lang: int, version: int, opaque: int, flag: int
     return _PREFIX.pack(4 + len(header) + body_len, (_ROCKETMQ << 24) | len(header)) + header
 
 
+#: SendMessageResponseHeader's fast fields, then what Java adds with addExtField, in binary order.
+_SEND_ANSWER_ORDER = _binary_order(("msgId", "queueId", "queueOffset", "transactionId"),
+                                   ("MSG_REGION", "TRACE_ON", "msgId", "queueId", "queueOffset"))
+
+
+def send_answer_frame(code: int, opaque: int, region: str, trace_on: str, msg_id: str, queue_id: int,
+                      queue_offset: int) -> bytes:
+    """The whole answer a Java broker gives a ROCKETMQ-header send whose message was stored, in one bytes."""
+    fields = {"MSG_REGION": region, "TRACE_ON": trace_on, "msgId": msg_id, "queueId": str(queue_id),
+              "queueOffset": str(queue_offset)}
+    return binary_frame_head(code, _JAVA_LANG, CURRENT_VERSION, opaque, RESPONSE_FLAG, b"", fields, _SEND_ANSWER_ORDER, 0)
+
+
+_JAVA_LANG = int(LanguageCode.JAVA)
+
 decode_binary_fields_py = decode_binary_fields
 encode_binary_ext_py = encode_binary_ext
 binary_frame_head_py = binary_frame_head
+send_answer_frame_py = send_answer_frame
 if accel is not None:
     accel.configure(FrameError)
     decode_binary_fields = accel.decode_binary_fields  # noqa: F811
     encode_binary_ext = accel.encode_binary_ext  # noqa: F811
     binary_frame_head = accel.binary_frame_head  # noqa: F811
+    send_answer_frame = accel.send_answer_frame  # noqa: F811
 
 
 def decode_binary_header(data: bytes) -> RemotingCommand:
@@ -288,6 +305,12 @@ def decode_frame_payload(payload: bytes) -> RemotingCommand:
         raise FrameError(f"unknown serialize type {stype}")
     cmd.body = payload[4 + header_len :]
     return cmd
+
+
+decode_frame_payload_py = decode_frame_payload
+if accel is not None:
+    accel.configure_command(RemotingCommand, _LANGUAGES, "OTHER", SerializeType.ROCKETMQ, decode_frame_payload_py)
+    decode_frame_payload = accel.decode_frame_payload  # noqa: F811
 
 
 def decode_frame(frame: bytes) -> RemotingCommand:

@@ -30,6 +30,9 @@ class Appended(NamedTuple):
     properties: str
 
 
+_new_tuple = tuple.__new__
+
+
 class ScanItem(NamedTuple):
     """One step of a commit log scan: kind is "msg", "blank", "end" or an error kind."""
 
@@ -118,7 +121,7 @@ class CommitLog:
             self.topic_queue_table[key] = qo + 1
         self.last_store_timestamp = store_ts
         return (PutResult(_PUT_OK, phys, total, _offset_msg_id(store_ip, store_port, phys), qo, 1, store_ts),
-                Appended(phys, total, qo, msg.properties))
+                _new_tuple(Appended, (phys, total, qo, msg.properties)))  # Appended(...) without its Python __new__
 
     def put_batch(self, batch: BatchToStore, store_ts: int) -> tuple[PutResult, list[Appended]]:
         """Write every message of a client batch body into one file, consecutive queue offsets."""

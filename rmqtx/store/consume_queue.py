@@ -167,6 +167,16 @@ class ConsumeQueue:
             self._pending.append((phys_offset, size, tags_code, cq_offset, store_ts, bitmap))
             self.max_physic_offset = phys_offset + size
             return
+        if self.ext is None:  # the common case of _append, inline: room in the last file, the unit next in it
+            files = self.queue.files
+            mf = files[-1] if files else None
+            if mf is not None and mf.wrote < self.file_size and mf.from_offset + mf.wrote == cq_offset * UNIT_SIZE:
+                UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
+                mf.wrote += UNIT_SIZE
+                self.max_physic_offset = phys_offset + size  # above it, as checked first
+                if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
+                    self.queue.prepare_next()
+                return
         self._append(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)
 
     def _append(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int,

@@ -48,6 +48,31 @@ if accel is not None:
     index_put = accel.index_put  # noqa: F811
 
 
+def index_put_keys(f: "IndexFile", prefix: str, uniq_key: str | None, keys: str | None, phy: int,
+                   store_ts: int) -> int:
+    """Put a record's entries (prefix + UNIQ_KEY, then prefix + each KEYS word) into f and write its
+    header: how many went in; ``-1 - how many`` when f filled up first (its header is then left to the caller)."""
+    hash2 = R.index_key_hash2
+    done = 0
+    if uniq_key:
+        if not f.put_key(hash2(prefix, uniq_key), phy, store_ts):
+            return -1
+        done = 1
+    if keys:
+        for k in keys.split(" "):
+            if k:
+                if not f.put_key(hash2(prefix, k), phy, store_ts):
+                    return -1 - done
+                done += 1
+    f.write_header()
+    return done
+
+
+index_put_keys_py = index_put_keys
+if accel is not None:
+    index_put_keys = accel.index_put_keys  # noqa: F811
+
+
 def index_file_name(ms: float) -> str:
     """yyyyMMddHHmmssSSS in local time, as Java names index files."""
     secs = int(ms // 1000)
@@ -304,18 +329,11 @@ class IndexService:
                 return
         if phy < f.end_phy:
             return
-        hash2 = R.index_key_hash2
-        if uniq_key and not f.put_key(hash2(prefix, uniq_key), phy, store_ts):
-            self._put_all(f, _entries(prefix, uniq_key, keys, phy, store_ts))  # full: roll, or wait for a file
+        # the header goes into the mapping at once: a killed process leaves one matching its slots
+        done = index_put_keys(f, prefix, uniq_key, keys, phy, store_ts)
+        if done < 0:  # full: the rest into the next file, or waiting for it
+            self._put_all(f, _entries(prefix, uniq_key, keys, phy, store_ts)[-1 - done:])
             return
-        if keys:
-            done = 0
-            for k in keys.split(" "):
-                if k and not f.put_key(hash2(prefix, k), phy, store_ts):
-                    self._put_all(f, _entries(prefix, None, keys, phy, store_ts)[done:])
-                    return
-                done += 1 if k else 0
-        f.write_header()  # in the mapping at once: a killed process leaves a header matching its slots
         self.dirty.add(f)
 
     def _put_all(self, f: IndexFile, entries: list[tuple[int, int, int]]) -> bool:

@@ -428,17 +428,6 @@ class MessageStore:
         """Bytes of the commit log Java assumes are in the page cache (accessMessageInMemoryMaxRatio)."""
         return _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
 
-    def _batch_full(self, size: int, max_nums: int, total: int, count: int, in_disk: bool,
-                    max_bytes: int) -> bool:
-        if total == 0 or count == 0:
-            return False
-        if count >= max_nums:
-            return True
-        c = self.config
-        if in_disk:
-            return total + size > c.max_transfer_bytes_on_message_in_disk or count > c.max_transfer_count_on_message_in_disk - 1
-        return total + size > max_bytes or count > c.max_transfer_count_on_message_in_memory - 1
-
     def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     tag_filter: Callable[[int], bool] | None = None, max_total_bytes: int = 256 * 1024,
                     cq_filter: CqFilter | None = None) -> GetResult:
@@ -476,14 +465,29 @@ class MessageStore:
         unpack = UNIT.unpack_from
         ext_q = cq.ext
         ext: ExtUnit | None
+        # _batch_full's limits, and the commit log file the last read came from (read() inline)
+        c = self.config
+        disk_bytes = c.max_transfer_bytes_on_message_in_disk
+        disk_count = c.max_transfer_count_on_message_in_disk - 1
+        memory_count = c.max_transfer_count_on_message_in_memory - 1
+        find = cl.queue.find
+        mf = None
+        mf_from = mf_end = 0
+        count = 0
         while i < n:
             phy, size, tag = unpack(units, i)
             max_pulling = phy
             if next_file_start >= 0 and phy < next_file_start:
                 i += UNIT_SIZE
                 continue
-            if self._batch_full(size, max_msg_nums, total, len(messages), max_phy - phy > memory, max_total_bytes):
-                break
+            if total and count:  # _batch_full, inline
+                if count >= max_msg_nums:
+                    break
+                if max_phy - phy > memory:
+                    if total + size > disk_bytes or count > disk_count:
+                        break
+                elif total + size > max_total_bytes or count > memory_count:
+                    break
             if tag > EXT_MAX_ADDR:
                 ext = None
             elif ext_q is None:  # written with ext on, read with it off: the tags code is unknown
@@ -497,7 +501,16 @@ class MessageStore:
                     cq_filter is not None and not cq_filter(tag, ext)):
                 i += UNIT_SIZE
                 continue
-            data = cl.read(phy, size)
+            if mf is None or not mf_from <= phy < mf_end:
+                mf = find(phy)
+                if mf is not None:
+                    mf_from = mf.from_offset
+                    mf_end = mf_from + mf.file_size
+            data = None
+            if mf is not None:  # CommitLog.read, inline
+                pos = phy - mf_from
+                if size > 0 and pos + size <= mf.wrote:
+                    data = mf.mm[pos:pos + size]
             if data is None:
                 if total == 0:
                     status = GetStatus.MESSAGE_WAS_REMOVING
@@ -506,6 +519,7 @@ class MessageStore:
                 continue
             messages.append(data)
             qofs.append(offset + i // UNIT_SIZE)
+            count += 1
             total += size
             status = GetStatus.FOUND
             next_file_start = -1

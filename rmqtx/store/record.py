@@ -285,6 +285,11 @@ def offset_msg_id(store_ip: bytes, store_port: int, offset: int) -> str:
     return f"{_msg_id_prefix(store_ip, store_port)}{offset & 0xFFFFFFFFFFFFFFFF:016X}"
 
 
+offset_msg_id_py = offset_msg_id
+if accel is not None:
+    offset_msg_id = accel.offset_msg_id  # noqa: F811
+
+
 def record_msg_id(record: Record) -> str:
     """The offsetMsgId of a decoded record (its store host and commit log offset)."""
     return offset_msg_id(encode_host(record.store_host)[0], record.store_port, record.physical_offset)

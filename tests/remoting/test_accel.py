@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from rmqtx import accel as accel_mod
 from rmqtx.common import javacompat, message
 from rmqtx.remoting import headers, serializer
+from rmqtx.remoting.codes import SerializeType
+from rmqtx.remoting.command import RemotingCommand
 from rmqtx.store import index
 from rmqtx.store import record as R
 from tests.fixtures import java_frames
@@ -48,6 +50,15 @@ def _binary_header(code: int, lang: int, version: int, opaque: int, flag: int, r
     return struct.pack(">hBhiii", code, lang, version, opaque, flag, len(remark)) + remark + struct.pack(">i", len(ext)) + ext
 
 
+def _command_outcome(fn, payload: bytes):
+    """A decoded command as comparable values (every slot), or the kind of failure."""
+    try:
+        cmd = fn(payload)
+    except serializer.FrameError as exc:
+        return "frame-error", str(exc)
+    return "ok", type(cmd), tuple((name, getattr(cmd, name)) for name in RemotingCommand.__slots__)
+
+
 def _outcome(fn, *args):
     try:
         return "ok", fn(*args)
@@ -63,6 +74,8 @@ ints32 = st.integers(-(2**31), 2**31 - 1)
 class SameResults(unittest.TestCase):
     def setUp(self) -> None:
         C.configure(serializer.FrameError)  # the serializer does this only when it uses the extension
+        C.configure_command(RemotingCommand, serializer._LANGUAGES, "OTHER", SerializeType.ROCKETMQ,
+                            serializer.decode_frame_payload_py)
 
     def test_java_captured_headers(self) -> None:
         count = 0
@@ -96,6 +109,23 @@ class SameResults(unittest.TestCase):
             self.assertEqual(_outcome(C.decode_binary_fields, bad)[0], _outcome(serializer.decode_binary_fields_py, bad)[0], bad)
             if _outcome(C.decode_binary_fields, bad)[0] == "ok":
                 self.assertEqual(C.decode_binary_fields(bad), serializer.decode_binary_fields_py(bad))
+
+    def test_java_captured_frames(self) -> None:
+        for name, _rec, raw in java_frames():
+            payload = raw[4:]
+            self.assertEqual(_command_outcome(C.decode_frame_payload, payload),
+                             _command_outcome(serializer.decode_frame_payload_py, payload), name)
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-32768, 32767), st.integers(0, 255), st.integers(-32768, 32767), ints32, ints32, texts,
+           st.lists(st.tuples(texts, texts), max_size=6), st.binary(max_size=40), st.integers(0, 12), st.binary(max_size=3))
+    def test_frames(self, code, lang, version, opaque, flag, remark, entries, body, cut, noise) -> None:
+        header = _binary_header(code, lang, version, opaque, flag, remark.encode(),
+                                [(k.encode(), v.encode()) for k, v in entries])
+        payload = struct.pack(">i", (1 << 24) | len(header)) + header + body
+        for frame in (payload, payload[:cut], noise + payload[cut:], b"\x00" + payload[1:], payload[:4] + noise):
+            self.assertEqual(_command_outcome(C.decode_frame_payload, frame),
+                             _command_outcome(serializer.decode_frame_payload_py, frame), frame)
 
     def test_invalid_utf8_is_a_frame_error(self) -> None:
         data = _binary_header(310, 0, 409, 1, 0, b"", [(b"a", b"\xff\xfe")])
@@ -155,6 +185,15 @@ class SameSendPathResults(unittest.TestCase):
     def test_properties(self, text) -> None:
         self.assertEqual(C.parse_properties(text), message.parse_properties_py(text))
 
+    @settings(max_examples=300, deadline=None)
+    @given(st.dictionaries(st.text(max_size=8), st.one_of(st.text(max_size=12), st.integers()), max_size=8), st.randoms())
+    def test_joined_properties(self, props, rnd) -> None:
+        order = list(props)
+        rnd.shuffle(order)
+        self.assertEqual(C.join_properties(props, tuple(order)), message.join_properties_py(props, tuple(order)))
+        self.assertEqual(_outcome_any(C.join_properties, props, ("missing",)),
+                         _outcome_any(message.join_properties_py, props, ("missing",)))
+
     def test_properties_as_java_splits_them(self) -> None:
         for text, expected in [("a\x01b\x02c\x01d", {"a": "b", "c": "d"}), ("a\x01b\x02", {"a": "b"}),
                                ("a\x01b\x01\x01", {"a": "b"}), ("a\x01\x01b", {}), ("\x01b", {"": "b"}),
@@ -164,7 +203,9 @@ class SameSendPathResults(unittest.TestCase):
 
     @settings(max_examples=400, deadline=None)
     @given(st.dictionaries(st.sampled_from(list("abcdefghijklmnz")),
-                           st.one_of(st.sampled_from(["0", "12", " 7", "-3", "1_0", "x", "", "true", " TRUE ", "1", "False"]),
+                           st.one_of(st.sampled_from(["0", "12", " 7", "-3", "1_0", "x", "", "true", " TRUE ", "1", "False",
+                                                     "false", "-", "-0", "007", "+4", "123456789012345678",
+                                                     "-1234567890123456789", "\u0663", "9" * 40]),
                                      st.text(max_size=5)), max_size=15))
     def test_send_v2_values(self, ext) -> None:
         self.assertEqual(_outcome_any(C.send_v2_values, ext), _outcome_any(headers.send_v2_values_py, ext))
@@ -189,6 +230,33 @@ class SameSendPathResults(unittest.TestCase):
             self.assertEqual(C.index_put(buf_c, *args), index.index_put_py(buf_py, *args))
         self.assertEqual(buf_c, buf_py)
 
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.text(max_size=6), st.one_of(st.none(), st.text(max_size=6)),
+                              st.one_of(st.none(), st.text(alphabet=" ab\u00e9\u4e2d\U0001f600", max_size=12)),
+                              st.integers(0, 2**40), st.integers(-10**7, 10**12)), min_size=1, max_size=25),
+           st.integers(1, 7), st.integers(1, 30), st.integers(-5, 10**12), st.integers(0, 3))
+    def test_index_records(self, records, slot_num, index_num, begin_ts, start_count) -> None:
+        size = 40 + slot_num * 4 + index_num * 20
+        files = [_index_file(bytearray(size), slot_num, index_num, begin_ts, start_count) for _ in range(2)]
+        for prefix, uniq_key, keys, phy, ts in records:
+            got = [_outcome_any(fn, f, prefix + "#", uniq_key, keys, phy, ts)
+                   for fn, f in zip((C.index_put_keys, index.index_put_keys_py), files)]
+            self.assertEqual(got[0], got[1])
+            self.assertEqual(vars(files[0]), vars(files[1]))
+            if got[0][0] == "ok" and got[0][1] < 0:
+                break  # full: the service rolls to a new file
+        self.assertEqual(files[0].mm, files[1].mm)
+
+
+def _index_file(buf: bytearray, slot_num: int, index_num: int, begin_ts: int, count: int) -> index.IndexFile:
+    """An IndexFile over a bytearray, mid-life (its header fields set as a loaded file has them)."""
+    f = index.IndexFile.__new__(index.IndexFile)
+    f.mm, f.slot_num, f.index_num = buf, slot_num, index_num
+    f.entries_pos = 40 + slot_num * 4
+    f.begin_ts, f.end_ts, f.begin_phy, f.end_phy = begin_ts, max(begin_ts, 0), 0, 0
+    f.slot_count, f.index_count = 0, max(count, 1)
+    return f
+
 
 def _outcome_any(fn, *args):
     try:
@@ -210,3 +278,21 @@ class SameFrameHeads(unittest.TestCase):
         for bad in [(40000, 0, 0, 0, 0), (1, 256, 0, 0, 0), (1, 0, 0, 2**31, 0)]:
             args = (*bad, b"", None, (), 0)
             self.assertEqual(_outcome_any(C.binary_frame_head, *args), _outcome_any(serializer.binary_frame_head_py, *args))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.integers(-32768, 32767), ints32, texts, st.sampled_from(["true", "false"]), texts,
+           st.integers(-(2**70), 2**70), st.integers(-(2**70), 2**70))
+    def test_send_answer_frames(self, code, opaque, region, trace_on, msg_id, queue_id, queue_offset) -> None:
+        args = (code, opaque, region, trace_on, msg_id, queue_id, queue_offset)
+        self.assertEqual(C.send_answer_frame(*args), serializer.send_answer_frame_py(*args))
+
+    def test_send_answer_out_of_range_fails_alike(self) -> None:
+        for code, opaque in [(40000, 0), (1, 2**31), (1, -(2**31) - 1)]:
+            args = (code, opaque, "r", "false", "id", 1, 2)
+            self.assertEqual(_outcome_any(C.send_answer_frame, *args), _outcome_any(serializer.send_answer_frame_py, *args))
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.sampled_from([b"\x7f\x00\x00\x01", bytes(range(16)), b"", b"\xff\xfe"]), st.integers(-(2**33), 2**33),
+           st.integers(-(2**70), 2**70))
+    def test_offset_msg_ids(self, ip, port, offset) -> None:
+        self.assertEqual(_outcome_any(C.offset_msg_id, ip, port, offset), _outcome_any(R.offset_msg_id_py, ip, port, offset))

@@ -27,11 +27,11 @@ from rmqtx.common.message import (
     parse_properties,
     properties_to_string,
 )
-from rmqtx.remoting.codes import CURRENT_VERSION, ONEWAY_FLAG, RESPONSE_FLAG, LanguageCode, RequestCode, ResponseCode, SerializeType
+from rmqtx.remoting.codes import ONEWAY_FLAG, RESPONSE_FLAG, RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader, send_header_from_v2
 from rmqtx.remoting.protocol import RemotingProtocol
-from rmqtx.remoting.serializer import binary_ext_order, binary_frame_head
+from rmqtx.remoting.serializer import send_answer_frame
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
 
 #: Topics clients may not send to directly.
@@ -144,7 +144,7 @@ class SendProcessor:
         if topic.startswith(RETRY_PREFIX):
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
         props = parse_properties(header.properties)
-        is_batch = request.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        is_batch = request.code == _SEND_BATCH or bool(header.batch)
         is_half = not is_batch and props.get(PROPERTY_TRANSACTION_PREPARED) == "true"
         if is_half and self.ctx.config.rejectTransactionMessage:
             return request.make_response(
@@ -187,6 +187,7 @@ class SendProcessor:
             )
             d = wait_for_replica(self.ctx, d, header.properties or "")
             return d.addCallback(self._answer, request, reply_queue)
+        cfg = self.ctx.config
         msg = MessageToStore(
             topic,
             queue_id,
@@ -196,7 +197,7 @@ class SendProcessor:
             sys_flag,
             header.bornTimestamp,
             born_host,
-            self.ctx.store_host,
+            (cfg.brokerIP1, cfg.listenPort),  # BrokerContext.store_host
             header.reconsumeTimes or 0,
         )
         role = self.ctx.ha
@@ -210,7 +211,8 @@ class SendProcessor:
             return None
         if recall is not None:
             return self._answer(result, request, reply_queue, recall)
-        code = _STORED_CODES.get(result.status)
+        status = result.status
+        code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)  # (an Enum hashes in Python)
         if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
             conn.send_frame(self._answer_frame(code, result, request, reply_queue))
             return None
@@ -218,7 +220,8 @@ class SendProcessor:
 
     def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
         request, conn, queue_id, recall = waiting
-        code = _STORED_CODES.get(result.status)
+        status = result.status
+        code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)
         if recall is None and code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
             conn.send_frame(self._answer_frame(code, result, request, queue_id))
         else:
@@ -238,9 +241,9 @@ class SendProcessor:
     def _answer_frame(self, code: int, result: PutResult, request: RemotingCommand, queue_id: int) -> bytes:
         """The answer to a stored message of a ROCKETMQ-header request, straight into frame bytes:
         exactly what encoding :meth:`_answer`'s command gives, without building it."""
-        fields = self._stored_fields(result, queue_id)
-        return binary_frame_head(code, _JAVA, CURRENT_VERSION, request.opaque, RESPONSE_FLAG,
-                                 b"", fields, _RESPONSE_ORDER, 0)
+        cfg = self.ctx.config
+        return send_answer_frame(code, request.opaque, cfg.regionId, "true" if cfg.traceOn else "false",
+                                 result.msg_id, queue_id, result.queue_offset)
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:
         """A client re-sending to a retry topic: past its reconsume limit the message goes to the DLQ."""
@@ -290,10 +293,11 @@ def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
 _BORN_HOST = "send.born_host"
 _T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+_SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
+_PUT_OK = PutStatus.PUT_OK
+_SUCCESS = int(ResponseCode.SUCCESS)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
 _RECALL_FAST_KEYS = _RESPONSE_FAST_KEYS + ("recallHandle",)
-_RESPONSE_ORDER = binary_ext_order(_RESPONSE_FAST_KEYS, ("MSG_REGION", "TRACE_ON", "msgId", "queueId", "queueOffset"))
 _ROCKETMQ = SerializeType.ROCKETMQ
-_JAVA = int(LanguageCode.JAVA)
 
 __all__ = ["SendProcessor"]
