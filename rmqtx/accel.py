@@ -12,9 +12,17 @@ rmqtx.store.record, ``index_put`` and ``index_put_keys`` in rmqtx.store.index.
 from __future__ import annotations
 
 import os
+import sys
 from types import ModuleType
 
 PURE_ENV = "RMQTX_PURE_PYTHON"
+
+
+#: What the Python side calls; a build from older sources lacks some, and is then not used at all.
+REQUIRED = ("binary_frame_head", "configure", "configure_command", "decode_binary_fields", "decode_frame_payload",
+            "encode_binary_ext", "index_key_hash2", "index_put", "index_put_keys", "java_string_hash",
+            "join_properties", "offset_msg_id", "parse_properties", "send_answer_frame", "send_v2_values",
+            "write_record")
 
 
 def _load() -> ModuleType | None:
@@ -23,6 +31,11 @@ def _load() -> ModuleType | None:
     try:
         from rmqtx import _accel
     except ImportError:
+        return None
+    missing = [name for name in REQUIRED if not hasattr(_accel, name)]
+    if missing:
+        sys.stderr.write(f"rmqtx: the compiled accelerator is older than the code (it lacks {', '.join(missing)}); "
+                         "running pure Python until it is rebuilt (pip install, or setup.py build_ext --inplace)\n")
         return None
     return _accel
 

@@ -41,6 +41,12 @@ class Availability(unittest.TestCase):
         if shutil.which("cc") and has_headers:
             self.assertIsNotNone(C, "rmqtx._accel is not built: run `python setup.py build_ext --inplace`")
 
+    def test_required_names_match_the_build(self) -> None:
+        """accel.REQUIRED (what a stale build is checked against) lists exactly what the extension defines."""
+        if C is None:
+            self.skipTest("rmqtx._accel is not built")
+        self.assertEqual(sorted(accel_mod.REQUIRED), sorted(n for n in dir(C) if not n.startswith("_")))
+
     def test_pure_python_switch(self) -> None:
         self.assertEqual(accel_mod.accel is None, C is None or os.environ.get(accel_mod.PURE_ENV, "") not in ("", "0"))
 
