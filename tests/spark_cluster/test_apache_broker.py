@@ -118,8 +118,10 @@ class ApacheBrokerTest(SparkTestCase):
 
         run_stream()
         extra = [(f"w-{i}".encode(), f"Tag{i % 3}") for i in range(60)]
+        # batches of 4: each partition's producer sends several batches round the topic's 4 queues, so both
+        # groups get some (with the default 32 a partition may be a single batch to one queue)
         self.spark.createDataFrame(extra, "body binary, tags string").write.format("rocketmq") \
-            .option("namesrv", self.namesrv).option("topic", TOPIC).mode("append").save()
+            .option("namesrv", self.namesrv).option("topic", TOPIC).option("batchSize", "4").mode("append").save()
         run_stream()
         got = self.spark.read.parquet(out).collect()
         want = sorted([s["body"] for s in self.sent] + [b for b, _ in extra])
