@@ -90,6 +90,36 @@ class TelemetrySession:
         self.topics: set[str] = set()
 
 
+class _LoopbackClient(RemotingClient):
+    """The endpoint's remoting connection to its own broker: TLS when the broker's port enforces it (no
+    certificate check: it is the same process), and told to the broker's ACL as its own, since the
+    gRPC call was checked already."""
+
+    def __init__(self, broker: Any, reactor: Any, dispatcher: Dispatcher) -> None:
+        from rmqtx.remoting.tls import TlsServerSettings
+
+        tls = None
+        if TlsServerSettings.from_properties(broker.config.properties).mode == "enforcing":
+            from twisted.internet import ssl
+
+            tls = ssl.CertificateOptions()
+        super().__init__(reactor, dispatcher=dispatcher, tls=tls)
+        self.broker = broker
+
+    def connection(self, addr: str) -> "defer.Deferred[RemotingProtocol]":
+        d = super().connection(addr)
+        if self.broker.acl is not None:
+            d.addCallback(self._tell_acl)
+        return d
+
+    def _tell_acl(self, conn: RemotingProtocol) -> RemotingProtocol:
+        if not conn.attributes.get("acl.told"):
+            conn.attributes["acl.told"] = True
+            local = conn.transport.getHost()
+            self.broker.acl.internal_peers.add((local.host, local.port))
+        return conn
+
+
 class GrpcBackend:
     """Routes, sends, END_TRANSACTION and check-backs for the gRPC endpoint, over the broker's core."""
 
@@ -99,7 +129,7 @@ class GrpcBackend:
         self.reactor = reactor
         dispatcher = Dispatcher()
         dispatcher.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
-        self.remoting = RemotingClient(reactor, dispatcher=dispatcher)
+        self.remoting = _LoopbackClient(broker, reactor, dispatcher)
         self.client_id = f"{broker.config.brokerIP1}@rmqtx-grpc-proxy"
         self.sessions: dict[int, TelemetrySession] = {}
         self._session_ids = itertools.count(1)
