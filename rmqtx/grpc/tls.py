@@ -124,6 +124,8 @@ class _Inner(_Splice):
 
 
 class _InnerFactory(protocol.ClientFactory):
+    noisy = False
+
     def __init__(self, outer: "_Front") -> None:
         self.outer = outer
 
@@ -168,6 +170,8 @@ class _Front(_Splice):
 
 class PermissiveFront(protocol.ServerFactory):
     """The public gRPC port in permissive mode: TLS and plain clients alike, spliced to grpcio."""
+
+    noisy = False
 
     def __init__(self, reactor: Any, tls_port: int, plain_port: int) -> None:
         self.reactor = reactor

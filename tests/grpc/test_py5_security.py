@@ -1,0 +1,252 @@
+"""ACL and TLS on the gRPC endpoint with the official 5.x Python SDK and raw signed gRPC calls.
+
+ACL: the SDK with the right keys sends and consumes; a wrong secret, an unknown key, no credentials and
+a missing permission are refused with Code UNAUTHORIZED and ACL 1.0's message, and nothing is stored.
+TLS: enforcing serves the SDK over TLS (its certificate checked against the test CA) and turns a plain
+SDK away; permissive serves both on the one port.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hmac
+import os
+import shutil
+import tempfile
+import time
+import unittest
+from pathlib import Path
+from typing import Any
+
+from rmqtx.remoting.codes import RequestCode
+from tests.e2e.harness import free_port
+from tests.grpc.py5 import PY5_VENV, GrpcServerTest, pull_topic, run_driver
+from tests.security.acl_support import raw_call, signed
+from tests.security.certs import make_certs
+from tests.security.test_tls import ROUTE, TlsStandalone, tls_call
+
+USER, USER_SK = "GrpcUser", "grpc-user-secret"  # publish and subscribe
+READER, READER_SK = "GrpcReader", "grpc-reader-secret"  # subscribe only
+DENIED, DENIED_SK = "GrpcDenied", "grpc-denied-secret"  # topics yes, the group GroupD no
+ADMIN, ADMIN_SK = "GrpcAdmin", "grpc-admin-secret"
+ACL_YML = f"""\
+globalWhiteRemoteAddresses: []
+accounts:
+- accessKey: {USER}
+  secretKey: {USER_SK}
+  admin: false
+  defaultTopicPerm: PUB|SUB
+  defaultGroupPerm: SUB
+- accessKey: {READER}
+  secretKey: {READER_SK}
+  admin: false
+  defaultTopicPerm: SUB
+  defaultGroupPerm: SUB
+- accessKey: {DENIED}
+  secretKey: {DENIED_SK}
+  admin: false
+  defaultTopicPerm: PUB|SUB
+  defaultGroupPerm: SUB
+  groupPerms:
+  - GroupD=DENY
+- accessKey: {ADMIN}
+  secretKey: {ADMIN_SK}
+  admin: true
+"""
+SECRETS = (USER_SK, READER_SK, DENIED_SK, ADMIN_SK)
+QUEUES = 4
+
+
+def keys(ak: str, sk: str) -> dict[str, str]:
+    return {"access_key": ak, "secret_key": sk}
+
+
+def metadata(ak: str | None, sk: str | None, date_time: str = "20261123T051500Z", signature: str | None = None) -> list:
+    """What the 5.x SDKs send: x-mq-date-time and the MQv2-HMAC-SHA1 authorization over it."""
+    out = [("x-mq-client-id", "rmqtx-test@1"), ("x-mq-date-time", date_time)]
+    if ak is not None:
+        sign = signature or binascii.hexlify(hmac.digest(sk.encode(), date_time.encode(), "sha1")).decode()
+        out.append(("authorization", f"MQv2-HMAC-SHA1 Credential={ak}, SignedHeaders=x-mq-date-time, Signature={sign}"))
+    return out
+
+
+def load_stubs() -> tuple[Any, Any, Any]:
+    """The generated classes, from the py5 venv (as the broker loads them)."""
+    from rmqtx.grpc import stubs
+
+    os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))
+    return stubs.load()
+
+
+def refusals(events: list[dict]) -> dict[str, str]:
+    return {e["body"]: e["error"] for e in events if e["event"] == "refused"}
+
+
+class GrpcAclTest(GrpcServerTest):
+    """aclEnable=true: the gRPC calls are checked with plain_acl.yml's accounts, as remoting's are."""
+
+    topic_prefix = "GACL"
+
+    def setUp(self) -> None:
+        self.acl_dir = Path(tempfile.mkdtemp(prefix="rmqtx-grpc-acl-"))
+        (self.acl_dir / "plain_acl.yml").write_text(ACL_YML)
+        self.conf = {"aclEnable": "true", "aclFilePath": str(self.acl_dir / "plain_acl.yml")}
+        super().setUp()
+
+    def tearDown(self) -> None:
+        log = self.server.log_path.read_text() if self.server.log_path.exists() else ""
+        try:
+            super().tearDown()
+        finally:
+            shutil.rmtree(self.acl_dir, ignore_errors=True)
+        for secret in SECRETS:
+            self.assertNotIn(secret, log)
+
+    def _topic(self, name: str) -> str:
+        topic = f"{self.topic_prefix}_{name}_{int(time.time() * 1000) % 10**8}"
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES,
+                  "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        resp = raw_call(self.server.broker, signed(RequestCode.UPDATE_AND_CREATE_TOPIC, fields, ak=ADMIN, sk=ADMIN_SK))
+        self.assertEqual(resp.code, 0, resp.remark)
+        return topic
+
+    def stored(self, topic: str) -> int:
+        """Messages in the topic: the queues' max offsets, asked with the admin's keys."""
+        total = 0
+        for queue in range(QUEUES):
+            ask = signed(RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": queue}, ak=ADMIN, sk=ADMIN_SK)
+            resp = raw_call(self.server.broker, ask)
+            self.assertEqual(resp.code, 0, resp.remark)
+            total += int(resp.ext_fields["offset"])
+        return total
+
+    def send(self, topic: str, acl: dict | None, *bodies: str) -> list[dict]:
+        return run_driver({"op": "refused_send", "endpoint": self.server.grpc, "topic": topic, "acl": acl,
+                           "messages": [{"body": b} for b in bodies], "timeout": 3})
+
+    def test_sdk_right_keys_pass_and_wrong_ones_are_refused(self) -> None:
+        topic = self._topic("sdk")
+        sent = [e for e in self.send(topic, keys(USER, USER_SK), "ok-1", "ok-2") if e["event"] == "sent"]
+        self.assertEqual([e["body"] for e in sent], ["ok-1", "ok-2"])
+        cases = {
+            "wrong-secret": (keys(USER, "not-the-secret"), f"Check signature failed for accessKey={USER}"),
+            "unknown-key": (keys("GrpcNobody", USER_SK), "No acl config for GrpcNobody"),
+            "no-keys": (None, "No accessKey is configured"),
+            "no-pub": (keys(READER, READER_SK), f"No default permission for topic:{topic}"),
+        }
+        for body, (acl, why) in cases.items():
+            refused = refusals(self.send(topic, acl, body))
+            self.assertIn(body, refused, body)
+            self.assertIn(f"40100, {why}", refused[body], body)  # Code.UNAUTHORIZED, ACL's message
+        self.assertEqual(self.stored(topic), 2, "only the two signed sends are stored")
+        # a subscriber's SimpleConsumer: receive and ack need SUB on the topic and the group
+        events = run_driver({"op": "consume", "endpoint": self.server.grpc, "topic": topic, "group": "GroupR",
+                             "acl": keys(READER, READER_SK), "expect": 2, "wait": 20, "invisible": 20, "await": 1})
+        self.assertEqual(sorted(e["body"] for e in events if e["event"] == "acked"), ["ok-1", "ok-2"])
+
+    def test_raw_calls_get_apache_status_codes(self) -> None:
+        import grpc
+
+        topic = self._topic("raw")
+        d, s, service = load_stubs()
+        unauthorized = d.Code.Value("UNAUTHORIZED")
+        with grpc.insecure_channel(self.server.grpc) as channel:
+            stub = service.MessagingServiceStub(channel)
+            route = s.QueryRouteRequest(topic=d.Resource(name=topic))
+
+            def status(call: Any, request: Any, meta: list) -> Any:
+                return call(request, metadata=meta, timeout=10).status
+
+            ok = status(stub.QueryRoute, route, metadata(USER, USER_SK))
+            self.assertEqual(ok.code, d.Code.Value("OK"), ok.message)
+            wrong_hex = "00" * 20
+            for meta, why in [
+                (metadata(None, None), "No accessKey is configured"),
+                (metadata(USER, USER_SK, signature=wrong_hex), f"Check signature failed for accessKey={USER}"),
+                (metadata(USER, USER_SK, signature="not-hex"), "not hex"),
+                ([m for m in metadata(USER, USER_SK) if m[0] != "x-mq-date-time"], "Check signature failed"),
+            ]:
+                got = status(stub.QueryRoute, route, meta)
+                self.assertEqual((got.code, why in got.message), (unauthorized, True), got.message)
+            message = d.Message(topic=d.Resource(name=topic), body=b"raw",
+                                system_properties=d.SystemProperties(message_id="01RAW", body_encoding=d.Encoding.IDENTITY,
+                                                                     message_type=d.MessageType.NORMAL))
+            refused = status(stub.SendMessage, s.SendMessageRequest(messages=[message]), metadata(READER, READER_SK))
+            self.assertEqual((refused.code, refused.message), (unauthorized, f"No default permission for topic:{topic}"))
+            receive = s.ReceiveMessageRequest(group=d.Resource(name="GroupD"), batch_size=1,
+                                              message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1))
+            first = next(iter(stub.ReceiveMessage(receive, metadata=metadata(DENIED, DENIED_SK), timeout=10)))
+            self.assertEqual((first.status.code, first.status.message), (unauthorized, "No default permission for group:GroupD"))
+            settings = d.Settings(client_type=d.ClientType.PRODUCER,
+                                  publishing=d.Publishing(topics=[d.Resource(name=topic)]))
+            replies = list(stub.Telemetry(iter([s.TelemetryCommand(settings=settings)]), metadata=metadata(None, None),
+                                          timeout=10))
+            self.assertEqual([(r.status.code, r.status.message) for r in replies], [(unauthorized, "No accessKey is configured")])
+        self.assertEqual(self.stored(topic), 0)
+
+
+class GrpcTlsEnforcingTest(unittest.TestCase):
+    """tls.server.mode=enforcing: the gRPC port speaks TLS only, with the broker's certificate."""
+
+    def setUp(self) -> None:
+        os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))  # the broker (and the raw client) load the stubs
+        self.dir = Path(tempfile.mkdtemp(prefix="rmqtx-grpc-tls-"))
+        self.certs = make_certs(self.dir)
+        port = free_port()
+        conf = {"grpcPort": str(port), "tls.server.mode": "enforcing", "tls.enable": "true",
+                "tls.server.certPath": str(self.certs["server_cert"]), "tls.server.keyPath": str(self.certs["server_key"])}
+        self.server = TlsStandalone(conf, lambda s: self._ready(s))
+        self.server.grpc = f"127.0.0.1:{port}"  # type: ignore[attr-defined]
+        self.server.start()
+
+    @staticmethod
+    def _ready(server: Any) -> bool:
+        try:
+            return tls_call(server.namesrv, ROUTE).code == 0
+        except OSError:
+            return False
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.assertTrue(clean, f"standalone did not shut down cleanly\n{log}")
+        self.assertNotIn("Traceback", log)
+
+    def test_sdk_over_tls_and_a_plain_sdk_turned_away(self) -> None:
+        import grpc
+
+        topic = f"GTLS_{int(time.time() * 1000) % 10**8}"
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES,
+                  "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        self.assertEqual(tls_call(self.server.broker, signed(RequestCode.UPDATE_AND_CREATE_TOPIC, fields)).code, 0)
+        base = {"op": "refused_send", "endpoint": self.server.grpc, "topic": topic, "timeout": 3}
+        events = run_driver({**base, "tls": True, "tls_ca": str(self.certs["ca"]), "messages": [{"body": "over-tls"}]})
+        sent = [e for e in events if e["event"] == "sent"]
+        self.assertEqual([e["body"] for e in sent], ["over-tls"], events)
+        self.assertGreaterEqual(sent[0]["offset"], 0)  # stored by the broker (over the TLS loopback)
+        plain = run_driver({**base, "tls": False, "messages": [{"body": "plain"}]})
+        self.assertIn("plain", refusals(plain), plain)
+        d, s, service = load_stubs()  # a raw handshake against the test CA: the server name checked too
+        creds = grpc.ssl_channel_credentials(self.certs["ca"].read_bytes())
+        with grpc.secure_channel(self.server.grpc, creds) as channel:
+            answer = service.MessagingServiceStub(channel).QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=topic)),
+                                                                       timeout=10)
+        self.assertEqual(answer.status.code, d.Code.Value("OK"))
+
+
+class GrpcTlsPermissiveTest(GrpcServerTest):
+    """tls.server.mode=permissive: TLS and plain SDKs on the same gRPC port (grpcio behind rmqtx's front)."""
+
+    conf = {"tls.server.mode": "permissive"}
+    topic_prefix = "GTLSP"
+
+    def test_tls_and_plain_sdks_on_one_port(self) -> None:
+        topic = self._topic("both")
+        for body, tls in (("with-tls", True), ("plain", False)):
+            events = run_driver({"op": "send", "endpoint": self.server.grpc, "topic": topic, "tls": tls,
+                                 "messages": [{"body": body}]})
+            self.assertEqual([e["body"] for e in events if e["event"] == "sent"], [body])
+        stored = {m.body.decode() for msgs in pull_topic(self.server.broker, topic, QUEUES).values() for m in msgs}
+        self.assertEqual(stored, {"with-tls", "plain"})
