@@ -177,11 +177,17 @@ class GrpcAclTest(GrpcServerTest):
                                               message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1))
             first = next(iter(stub.ReceiveMessage(receive, metadata=metadata(DENIED, DENIED_SK), timeout=10)))
             self.assertEqual((first.status.code, first.status.message), (unauthorized, "No default permission for group:GroupD"))
-            settings = d.Settings(client_type=d.ClientType.PRODUCER,
-                                  publishing=d.Publishing(topics=[d.Resource(name=topic)]))
-            replies = list(stub.Telemetry(iter([s.TelemetryCommand(settings=settings)]), metadata=metadata(None, None),
-                                          timeout=10))
-            self.assertEqual([(r.status.code, r.status.message) for r in replies], [(unauthorized, "No accessKey is configured")])
+            # Telemetry: a refused command is answered with its status, and the stream goes on
+            publish = d.Settings(client_type=d.ClientType.PRODUCER, publishing=d.Publishing(topics=[d.Resource(name=topic)]))
+            entry = d.SubscriptionEntry(topic=d.Resource(name=topic), expression=d.FilterExpression(type=d.FilterType.TAG,
+                                                                                                    expression="*"))
+            subscribe = d.Settings(client_type=d.ClientType.SIMPLE_CONSUMER,
+                                   subscription=d.Subscription(group=d.Resource(name="GroupR"), subscriptions=[entry]))
+            commands = iter([s.TelemetryCommand(settings=publish), s.TelemetryCommand(settings=subscribe)])
+            replies = list(stub.Telemetry(commands, metadata=metadata(READER, READER_SK), timeout=10))
+            self.assertEqual([(r.status.code, r.status.message) for r in replies][:1],
+                             [(unauthorized, f"No default permission for topic:{topic}")])
+            self.assertEqual([(r.status.code, r.HasField("settings")) for r in replies][1:], [(d.Code.Value("OK"), True)])
         self.assertEqual(self.stored(topic), 0)
 
 
