@@ -200,22 +200,24 @@ class AclInterceptor(grpc.ServerInterceptor):
         return checked
 
     def _bidi(self, method: str, credentials: Credentials, response: Any, inner: Callable) -> Callable:
-        """Telemetry: each command checked as it arrives; a refused one ends the stream with its status
-        (Apache's proxy answers it and keeps the stream; the SDKs then fail their settings either way)."""
+        """Telemetry: each command checked as it arrives; a refused one is answered with its status and
+        the stream stays open, as Apache's proxy does (the SDK waits on for settings it never gets)."""
 
         def checked(request_iterator: Any, context: Any) -> Iterator[Any]:
-            refused: list[str] = []
-
             def commands() -> Iterator[Any]:
                 for command in request_iterator:
                     why = self.check(method, credentials, command, context)
-                    if why is not None:
-                        refused.append(why)
-                        return
-                    yield command
+                    yield command if why is None else Refused(response(status=self.status(REFUSED, why)))
 
-            yield from inner(commands(), context)
-            if refused:
-                yield response(status=self.status(REFUSED, refused[0]))
+            return inner(commands(), context)
 
         return checked
+
+
+class Refused:
+    """Stands in for a refused Telemetry command: the servicer sends ``refusal`` back instead of acting on it."""
+
+    __slots__ = ("refusal",)
+
+    def __init__(self, refusal: Any) -> None:
+        self.refusal = refusal

@@ -312,7 +312,8 @@ class MessagingServicer:
         def read() -> None:
             try:
                 for command in request_iterator:
-                    reply = self._on_telemetry(session, command)
+                    # a command the ACL refused (rmqtx.grpc.security.Refused) is answered with its status
+                    reply = getattr(command, "refusal", None) or self._on_telemetry(session, command)
                     if reply is not None:
                         outbox.put(reply)
             except Exception as exc:  # the client went away: grpc raises on the iterator
