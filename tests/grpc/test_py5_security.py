@@ -3,7 +3,7 @@
 ACL: the SDK with the right keys sends and consumes; a wrong secret, an unknown key, no credentials and
 a missing permission are refused with Code UNAUTHORIZED and ACL 1.0's message, and nothing is stored.
 TLS: enforcing serves the SDK over TLS (its certificate checked against the test CA) and turns a plain
-SDK away; permissive serves both on the one port.
+SDK away; permissive (with the ACL) serves both on the one port.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import unittest
 from pathlib import Path
 from typing import Any
 
+from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode
 from tests.e2e.harness import free_port
 from tests.grpc.py5 import PY5_VENV, GrpcServerTest, pull_topic, run_driver
@@ -83,14 +84,16 @@ def refusals(events: list[dict]) -> dict[str, str]:
 
 
 class GrpcAclTest(GrpcServerTest):
-    """aclEnable=true: the gRPC calls are checked with plain_acl.yml's accounts, as remoting's are."""
+    """aclEnable=true: the gRPC calls are checked with plain_acl.yml's accounts, as remoting's are. TLS is
+    permissive (one standalone for both): plain and TLS SDKs on the one gRPC port, through rmqtx's front."""
 
     topic_prefix = "GACL"
 
     def setUp(self) -> None:
         self.acl_dir = Path(tempfile.mkdtemp(prefix="rmqtx-grpc-acl-"))
         (self.acl_dir / "plain_acl.yml").write_text(ACL_YML)
-        self.conf = {"aclEnable": "true", "aclFilePath": str(self.acl_dir / "plain_acl.yml")}
+        self.conf = {"aclEnable": "true", "aclFilePath": str(self.acl_dir / "plain_acl.yml"),
+                     "tls.server.mode": "permissive"}
         super().setUp()
 
     def tearDown(self) -> None:
@@ -120,14 +123,22 @@ class GrpcAclTest(GrpcServerTest):
             total += int(resp.ext_fields["offset"])
         return total
 
-    def send(self, topic: str, acl: dict | None, *bodies: str) -> list[dict]:
+    def stored_bodies(self, topic: str) -> set[str]:
+        def ask(addr: str, request: Any) -> Any:
+            sign_request(request, ADMIN, ADMIN_SK)
+            return raw_call(addr, request)
+
+        return {m.body.decode() for msgs in pull_topic(self.server.broker, topic, QUEUES, ask).values() for m in msgs}
+
+    def send(self, topic: str, acl: dict | None, *bodies: str, tls: bool = False) -> list[dict]:
         return run_driver({"op": "refused_send", "endpoint": self.server.grpc, "topic": topic, "acl": acl,
-                           "messages": [{"body": b} for b in bodies], "timeout": 3})
+                           "messages": [{"body": b} for b in bodies], "timeout": 3, "tls": tls})
 
     def test_sdk_right_keys_pass_and_wrong_ones_are_refused(self) -> None:
         topic = self._topic("sdk")
-        sent = [e for e in self.send(topic, keys(USER, USER_SK), "ok-1", "ok-2") if e["event"] == "sent"]
-        self.assertEqual([e["body"] for e in sent], ["ok-1", "ok-2"])
+        sent = [e for e in self.send(topic, keys(USER, USER_SK), "ok-1") if e["event"] == "sent"]
+        sent += [e for e in self.send(topic, keys(USER, USER_SK), "ok-2", tls=True) if e["event"] == "sent"]
+        self.assertEqual([e["body"] for e in sent], ["ok-1", "ok-2"], "plain and TLS on the one permissive port")
         cases = {
             "wrong-secret": (keys(USER, "not-the-secret"), f"Check signature failed for accessKey={USER}"),
             "unknown-key": (keys("GrpcNobody", USER_SK), "No acl config for GrpcNobody"),
@@ -139,6 +150,7 @@ class GrpcAclTest(GrpcServerTest):
             self.assertIn(body, refused, body)
             self.assertIn(f"40100, {why}", refused[body], body)  # Code.UNAUTHORIZED, ACL's message
         self.assertEqual(self.stored(topic), 2, "only the two signed sends are stored")
+        self.assertEqual(self.stored_bodies(topic), {"ok-1", "ok-2"})
         # a subscriber's SimpleConsumer: receive and ack need SUB on the topic and the group
         events = run_driver({"op": "consume", "endpoint": self.server.grpc, "topic": topic, "group": "GroupR",
                              "acl": keys(READER, READER_SK), "expect": 2, "wait": 20, "invisible": 20, "await": 1})
@@ -240,19 +252,3 @@ class GrpcTlsEnforcingTest(unittest.TestCase):
             answer = service.MessagingServiceStub(channel).QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=topic)),
                                                                        timeout=10)
         self.assertEqual(answer.status.code, d.Code.Value("OK"))
-
-
-class GrpcTlsPermissiveTest(GrpcServerTest):
-    """tls.server.mode=permissive: TLS and plain SDKs on the same gRPC port (grpcio behind rmqtx's front)."""
-
-    conf = {"tls.server.mode": "permissive"}
-    topic_prefix = "GTLSP"
-
-    def test_tls_and_plain_sdks_on_one_port(self) -> None:
-        topic = self._topic("both")
-        for body, tls in (("with-tls", True), ("plain", False)):
-            events = run_driver({"op": "send", "endpoint": self.server.grpc, "topic": topic, "tls": tls,
-                                 "messages": [{"body": body}]})
-            self.assertEqual([e["body"] for e in events if e["event"] == "sent"], [body])
-        stored = {m.body.decode() for msgs in pull_topic(self.server.broker, topic, QUEUES).values() for m in msgs}
-        self.assertEqual(stored, {"with-tls", "plain"})
