@@ -91,18 +91,20 @@ class TelemetrySession:
 
 
 class _LoopbackClient(RemotingClient):
-    """The endpoint's remoting connection to its own broker: TLS when the broker's port enforces it (no
-    certificate check: it is the same process), and told to the broker's ACL as its own, since the
-    gRPC call was checked already."""
+    """The endpoint's remoting connection to its own broker: TLS when the broker's port enforces it, and
+    told to the broker's ACL as its own, since the gRPC call was checked already."""
 
     def __init__(self, broker: Any, reactor: Any, dispatcher: Dispatcher) -> None:
-        from rmqtx.remoting.tls import TlsServerSettings
+        from rmqtx.remoting.tls import TlsClientSettings, TlsServerSettings
 
         tls = None
-        if TlsServerSettings.from_properties(broker.config.properties).mode == "enforcing":
+        props = broker.config.properties
+        if TlsServerSettings.from_properties(props).mode == "enforcing":
             from twisted.internet import ssl
 
-            tls = ssl.CertificateOptions()
+            # the broker's own client settings (tls.enable, tls.client.*: a client certificate when the port
+            # asks for one), else TLS without one
+            tls = TlsClientSettings.from_properties(props).options() or ssl.CertificateOptions()
         super().__init__(reactor, dispatcher=dispatcher, tls=tls)
         self.broker = broker
 

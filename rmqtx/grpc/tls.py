@@ -2,11 +2,11 @@
 
 Apache's proxy reads ``tls.server.mode`` for its gRPC port too: enforcing speaks TLS only, disabled
 plain only, permissive tells them apart by the first bytes. grpcio serves TLS with
-``ssl_server_credentials`` (certificate and key from ``tls.server.certPath``/``keyPath``, client
-certificates per ``tls.server.need.client.auth``), but one grpcio port is either TLS or plain; so in
+``ssl_server_credentials`` (certificate and key from ``tls.server.certPath``/``keyPath``), but one grpcio port is either TLS or plain; so in
 permissive mode grpcio listens on two loopback ports (TLS and plain) and the public port is a Twisted
 front that looks at the first byte (0x16: a TLS handshake) and splices the connection to one of them,
-remembering each spliced connection's real client address for the ACL's white lists.
+remembering each spliced connection's real client address for the ACL's white lists. No client
+certificate is asked for on this port, as Apache's proxy asks none (``ClientAuth.NONE``).
 """
 
 from __future__ import annotations
@@ -73,12 +73,10 @@ def server_credentials(settings: TlsServerSettings, hosts: list[str]) -> Any:
     else:
         log.warn("gRPC TLS without tls.server.certPath/keyPath: serving a self-signed certificate (test mode)")
         key, cert = _self_signed(hosts)
-    verify = settings.need_client_auth in ("optional", "require")
-    if verify and not settings.trust_cert_path:
-        raise ValueError("tls.server.need.client.auth needs tls.server.trustCertPath")
-    roots = Path(settings.trust_cert_path).read_bytes() if verify else None
-    return grpc.ssl_server_credentials([(key, cert)], root_certificates=roots,
-                                       require_client_auth=settings.need_client_auth == "require")
+    if settings.need_client_auth != "none":
+        log.info("tls.server.need.client.auth={auth} applies to the remoting ports; the gRPC port asks no client "
+                 "certificate, as Apache's proxy (the 5.x SDKs present none)", auth=settings.need_client_auth)
+    return grpc.ssl_server_credentials([(key, cert)])
 
 
 class _Splice(protocol.Protocol):

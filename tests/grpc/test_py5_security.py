@@ -12,6 +12,8 @@ import binascii
 import hmac
 import os
 import shutil
+import socket
+import ssl
 import tempfile
 import time
 import unittest
@@ -24,7 +26,7 @@ from tests.e2e.harness import free_port
 from tests.grpc.py5 import PY5_VENV, GrpcServerTest, pull_topic, run_driver
 from tests.security.acl_support import raw_call, signed
 from tests.security.certs import make_certs
-from tests.security.test_tls import ROUTE, TlsStandalone, tls_call
+from tests.security.test_tls import TlsStandalone, call_over
 
 USER, USER_SK = "GrpcUser", "grpc-user-secret"  # publish and subscribe
 READER, READER_SK = "GrpcReader", "grpc-reader-secret"  # subscribe only
@@ -203,26 +205,34 @@ class GrpcAclTest(GrpcServerTest):
         self.assertEqual(self.stored(topic), 0)
 
 
+def mutual_tls_call(addr: str, request: Any, certs: dict[str, Path]) -> Any:
+    """A remoting call over TLS with the test client certificate (the remoting ports require one here)."""
+    context = ssl.create_default_context(cafile=str(certs["ca"]))
+    context.check_hostname = False
+    context.load_cert_chain(str(certs["client_cert"]), str(certs["client_key"]))
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as raw, context.wrap_socket(raw) as sock:
+        return call_over(sock, request)
+
+
 class GrpcTlsEnforcingTest(unittest.TestCase):
-    """tls.server.mode=enforcing: the gRPC port speaks TLS only, with the broker's certificate."""
+    """tls.server.mode=enforcing: the gRPC port speaks TLS only, with the broker's certificate. The remoting
+    ports require client certificates; the gRPC port asks none (as Apache's proxy), and the endpoint's
+    loopback to its broker presents the broker's own (tls.client.*)."""
 
     def setUp(self) -> None:
         os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))  # the broker (and the raw client) load the stubs
         self.dir = Path(tempfile.mkdtemp(prefix="rmqtx-grpc-tls-"))
         self.certs = make_certs(self.dir)
         port = free_port()
+        certs = self.certs
         conf = {"grpcPort": str(port), "tls.server.mode": "enforcing", "tls.enable": "true",
-                "tls.server.certPath": str(self.certs["server_cert"]), "tls.server.keyPath": str(self.certs["server_key"])}
-        self.server = TlsStandalone(conf, lambda s: self._ready(s))
+                "tls.server.certPath": str(certs["server_cert"]), "tls.server.keyPath": str(certs["server_key"]),
+                "tls.server.need.client.auth": "require", "tls.server.trustCertPath": str(certs["ca"]),
+                "tls.client.certPath": str(certs["client_cert"]), "tls.client.keyPath": str(certs["client_key"])}
+        self.server = TlsStandalone(conf, lambda s: "new broker registered" in s.log())
         self.server.grpc = f"127.0.0.1:{port}"  # type: ignore[attr-defined]
         self.server.start()
-
-    @staticmethod
-    def _ready(server: Any) -> bool:
-        try:
-            return tls_call(server.namesrv, ROUTE).code == 0
-        except OSError:
-            return False
 
     def tearDown(self) -> None:
         clean = self.server.stop()
@@ -238,7 +248,8 @@ class GrpcTlsEnforcingTest(unittest.TestCase):
         topic = f"GTLS_{int(time.time() * 1000) % 10**8}"
         fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES,
                   "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
-        self.assertEqual(tls_call(self.server.broker, signed(RequestCode.UPDATE_AND_CREATE_TOPIC, fields)).code, 0)
+        create = signed(RequestCode.UPDATE_AND_CREATE_TOPIC, fields)
+        self.assertEqual(mutual_tls_call(self.server.broker, create, self.certs).code, 0)
         base = {"op": "refused_send", "endpoint": self.server.grpc, "topic": topic, "timeout": 3}
         events = run_driver({**base, "tls": True, "tls_ca": str(self.certs["ca"]), "messages": [{"body": "over-tls"}]})
         sent = [e for e in events if e["event"] == "sent"]
