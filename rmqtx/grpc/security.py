@@ -78,6 +78,10 @@ class Credentials:
         return hmac.compare_digest(expected, self.signature)
 
 
+#: apache.rocketmq.v2.ClientType PUSH_, SIMPLE_, PULL_, LITE_PUSH_ and LITE_SIMPLE_CONSUMER
+_CONSUMERS = frozenset({2, 3, 4, 5, 6})
+
+
 def _group(resource: Any) -> str:
     return RETRY_PREFIX + resource.name
 
@@ -105,7 +109,9 @@ def needed(method: str, request: Any) -> dict[str, int]:
     elif method == "QueryRoute":
         need[request.topic.name] = ANY
     elif method == "Heartbeat":
-        if request.HasField("group"):
+        if request.client_type in _CONSUMERS:  # a producer's heartbeat needs nothing (its group is no resource)
+            if not request.HasField("group"):
+                raise AclRefusal("Consumer heartbeat doesn't have group", "")
             need[_group(request.group)] = SUB
     elif method in ("UpdateOffset", "GetOffset", "QueryOffset"):
         need[_group(request.group)] = SUB

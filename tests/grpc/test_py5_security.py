@@ -191,6 +191,10 @@ class GrpcAclTest(GrpcServerTest):
                                               message_queue=d.MessageQueue(topic=d.Resource(name=topic), id=-1))
             first = next(iter(stub.ReceiveMessage(receive, metadata=metadata(DENIED, DENIED_SK), timeout=10)))
             self.assertEqual((first.status.code, first.status.message), (unauthorized, "No default permission for group:GroupD"))
+            # a consumer's heartbeat needs SUB on its group; a producer's needs nothing
+            for kind, code in ((d.ClientType.SIMPLE_CONSUMER, unauthorized), (d.ClientType.PRODUCER, d.Code.Value("OK"))):
+                beat = s.HeartbeatRequest(group=d.Resource(name="GroupD"), client_type=kind)
+                self.assertEqual(status(stub.Heartbeat, beat, metadata(DENIED, DENIED_SK)).code, code, kind)
             # Telemetry: a refused command is answered with its status, and the stream goes on
             publish = d.Settings(client_type=d.ClientType.PRODUCER, publishing=d.Publishing(topics=[d.Resource(name=topic)]))
             entry = d.SubscriptionEntry(topic=d.Resource(name=topic), expression=d.FilterExpression(type=d.FilterType.TAG,
