@@ -113,7 +113,12 @@ def needed(method: str, request: Any) -> dict[str, int]:
             if not request.HasField("group"):
                 raise AclRefusal("Consumer heartbeat doesn't have group", "")
             need[_group(request.group)] = SUB
-    elif method in ("UpdateOffset", "GetOffset", "QueryOffset"):
+    elif method in ("UpdateOffset", "GetOffset"):
+        need[_group(request.group)] = SUB
+        need[request.message_queue.topic.name] = SUB
+    elif method == "QueryOffset":
+        need[request.message_queue.topic.name] = SUB
+    elif method == "SyncLiteSubscription":
         need[_group(request.group)] = SUB
         need[request.topic.name] = SUB
     elif method == "Telemetry" and request.WhichOneof("command") == "settings":
