@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None) -> int:
 
         from interop.drivers.py5 import PY5_VENV
 
-        # the gRPC columns get the standalone's own endpoint (plain mode: it has no ACL or TLS yet)
-        stubs = PY5_VENV if not args.grpc and not mode.acl and not mode.tls and os.path.isdir(PY5_VENV) else None
+        # the gRPC columns get the standalone's own endpoint (with the mode's ACL and TLS on it too)
+        stubs = PY5_VENV if not args.grpc and os.path.isdir(PY5_VENV) else None
         server = Standalone(mode, access, grpc_stubs=stubs).start()
         args.namesrv, args.broker = server.namesrv, server.broker
         if server.grpc:

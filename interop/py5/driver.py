@@ -21,14 +21,25 @@ ops:
 * ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``,
   every delivery of each body in ``fail_always`` (done with one after ``attempts`` deliveries: the SDK
   then forwards it to the DLQ) and succeeds otherwise, until ``expect`` bodies are done; ``recv`` events.
+* ``refused_send``: one send per spec, each answered by a ``sent`` or a ``refused`` event (``error``: the
+  SDK's exception text).
+
+Every op takes ``acl`` ({access_key, secret_key}: the SDK signs its calls; none: no credentials) and
+``tls`` (a TLS channel; the SDK checks the certificate against grpc's default roots, so the driver points
+``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH`` at ``tls_ca``, or at the certificate the endpoint shows).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import math
+import os
+import socket
+import ssl
 import sys
+import tempfile
 import threading
 import time
 
@@ -42,6 +53,52 @@ def emit(event: str, **fields: object) -> None:
     with _OUT:
         sys.stdout.write(line)
         sys.stdout.flush()
+
+
+class _SdkErrors(logging.Handler):
+    """The SDK's error log lines: it logs the endpoint's refusal (status code and message) where its
+    exceptions say only that a route could not be fetched."""
+
+    lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.ERROR and record.getMessage() not in self.lines:
+            self.lines.append(record.getMessage())
+
+
+def refusal_text(exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}"
+    logged = [line for line in _SdkErrors.lines if line not in text]
+    _SdkErrors.lines.clear()
+    return f"{text} (SDK log: {' | '.join(logged)})" if logged else text
+
+
+def trust(params: dict) -> None:
+    """With ``tls``: grpc's default roots become ``tls_ca``, or the endpoint's own certificate (test use)."""
+    if not params.get("tls"):
+        return
+    ca = params.get("tls_ca")
+    if not ca:
+        host, _, port = params["endpoint"].rpartition(":")
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        context.set_alpn_protocols(["h2"])
+        with socket.create_connection((host, int(port)), timeout=5) as sock, context.wrap_socket(sock) as tls:
+            der = tls.getpeercert(binary_form=True)
+        fd, ca = tempfile.mkstemp(prefix="rmqtx-py5-ca-", suffix=".pem")
+        with os.fdopen(fd, "w") as out:
+            out.write(ssl.DER_cert_to_PEM_cert(der))
+    os.environ["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = ca
+
+
+def client_config(params: dict):
+    """The SDK's configuration, signed with ``acl``'s keys when given."""
+    from rocketmq import ClientConfiguration, Credentials
+
+    keys = params.get("acl") or {}
+    credentials = Credentials(keys["access_key"], keys["secret_key"]) if keys else Credentials()
+    return ClientConfiguration(params["endpoint"], credentials, request_timeout=params.get("timeout", 5))
 
 
 def build(spec: dict, topic: str):
@@ -65,15 +122,16 @@ def build(spec: dict, topic: str):
 
 
 def consume(params: dict) -> int:
-    from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+    from rocketmq import FilterExpression, SimpleConsumer
     from rocketmq.grpc_protocol import FilterType
 
-    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    config = client_config(params)
     topic = params["topic"]
     actions: dict = params.get("actions") or {}
     sql = params.get("expression_type") == "SQL92"
     expression = FilterExpression(params.get("tag") or "*", FilterType.SQL if sql else FilterType.TAG)
-    members = [SimpleConsumer(config, params["group"], {topic: expression}, await_duration=params.get("await", 2))
+    members = [SimpleConsumer(config, params["group"], {topic: expression}, await_duration=params.get("await", 2),
+                               tls_enable=bool(params.get("tls")))
                for _ in range(params.get("members", 1))]
     for consumer in members:
         consumer.startup()
@@ -143,9 +201,9 @@ def consume(params: dict) -> int:
 
 
 def push(params: dict) -> int:
-    from rocketmq import ClientConfiguration, ConsumeResult, Credentials, FilterExpression, MessageListener, PushConsumer
+    from rocketmq import ConsumeResult, FilterExpression, MessageListener, PushConsumer
 
-    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    config = client_config(params)
     fail_once = set(params.get("fail_once") or ())
     fail_always = set(params.get("fail_always") or ())
     attempts = params.get("attempts", 0)  # fail_always bodies are done after this many deliveries
@@ -177,7 +235,8 @@ def push(params: dict) -> int:
                     done.set()
             return ConsumeResult.SUCCESS
 
-    consumer = PushConsumer(config, params["group"], Listener(), {params["topic"]: FilterExpression("*")})
+    consumer = PushConsumer(config, params["group"], Listener(), {params["topic"]: FilterExpression("*")},
+                            tls_enable=bool(params.get("tls")))
     consumer.startup()
     emit("started")
     try:
@@ -192,13 +251,17 @@ def push(params: dict) -> int:
 
 def main() -> int:
     params = json.loads(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-" else sys.stdin.read())
+    trust(params)
+    import rocketmq  # noqa: F401  (its logging set-up first: it replaces the logger's handlers)
+
+    logging.getLogger("rocketmq-python-client").addHandler(_SdkErrors())
     if params["op"] == "consume":
         return consume(params)
     if params["op"] == "push":
         return push(params)
-    from rocketmq import ClientConfiguration, Credentials, Producer, TransactionChecker, TransactionResolution
+    from rocketmq import Producer, TransactionChecker, TransactionResolution
 
-    config = ClientConfiguration(params["endpoint"], Credentials(), request_timeout=params.get("timeout", 5))
+    config = client_config(params)
     topic = params["topic"]
     op = params["op"]
     checked: list[str] = []
@@ -217,9 +280,18 @@ def main() -> int:
                 all_checked.set()
             return getattr(TransactionResolution, state)
 
-    producer = Producer(config, (topic,), checker=Checker() if op == "tx" else None)
+    producer = Producer(config, (topic,), checker=Checker() if op == "tx" else None, tls_enable=bool(params.get("tls")))
     producer.startup()
     try:
+        if op == "refused_send":
+            for spec in params["messages"]:
+                try:
+                    receipt = producer.send(build(spec, topic))
+                except Exception as exc:
+                    emit("refused", body=spec["body"], error=refusal_text(exc))
+                else:
+                    emit("sent", body=spec["body"], msg_id=receipt.message_id, offset=receipt.offset)
+            return 0
         for spec in params["messages"]:
             at = time.time()  # a delivery timestamp counts from here: the ``sent`` event carries it
             msg = build(spec, topic)

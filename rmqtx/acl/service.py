@@ -59,6 +59,9 @@ class AclService:
         self._stamp: tuple[int, int, int] | None = None
         self._poll: task.LoopingCall | None = None
         self._write_lock = defer.DeferredLock()
+        #: (host, port) of the broker's own loopback connections (the gRPC endpoint's): each is let through,
+        #: as Apache's proxy in local mode calls the broker in-process; consumed at its first request
+        self.internal_peers: set[tuple[str, int]] = set()
 
     # -- loading ----------------------------------------------------------------------------
     def _stat(self) -> tuple[int, int, int] | None:
@@ -111,7 +114,13 @@ class AclService:
         """``None`` to let the request through, else the refusal to answer."""
         host = conn.attributes.get("acl.host")
         if host is None:
-            host = conn.attributes["acl.host"] = getattr(conn.transport.getPeer(), "host", "")
+            peer = conn.transport.getPeer()
+            host = conn.attributes["acl.host"] = getattr(peer, "host", "")
+            if (host, getattr(peer, "port", 0)) in self.internal_peers:
+                self.internal_peers.discard((host, peer.port))
+                conn.attributes["acl.internal"] = True
+        if conn.attributes.get("acl.internal"):
+            return None
         try:
             validate(self.table, request, host)  # type: ignore[arg-type]
         except AclRefusal as refusal:

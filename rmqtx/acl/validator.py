@@ -6,6 +6,8 @@ with ``<exception>: <message>, <first stack frame>`` as the remark.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from rmqtx.acl.plain import PUB, RETRY_PREFIX, SUB, AclTable, check_perm
 from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_KEY_QUERY, signature, signed_content
 from rmqtx.remoting.bodies import BodyError, json_object, object_list, text
@@ -112,10 +114,22 @@ def validate(table: AclTable, request: RemotingCommand, host: str) -> None:
     """Raise :class:`AclRefusal` unless ``request`` from ``host`` may pass."""
     ext = request.ext_fields
     need = needed_resources(request) if ext is not None else {}
+    access_key = ext.get(ACCESS_KEY) if ext is not None else None
+
+    def signed(secret_key: str) -> bool:
+        content = signed_content(ext, request.body, (SIGNATURE, UNIQUE_KEY_QUERY))  # type: ignore[arg-type]
+        return signature(content, secret_key) == ext.get(SIGNATURE)  # type: ignore[union-attr]
+
+    authorize(table, host, access_key, signed, need, request.code)
+
+
+def authorize(table: AclTable, host: str, access_key: str | None, signed: Callable[[str], bool],
+              need: dict[str, int], code: int | None = None) -> None:
+    """The checks every protocol shares (remoting here, gRPC in rmqtx.grpc.security): white lists, the
+    account, its signature (``signed(secret_key)``), admin codes, then each needed resource."""
     for white in table.global_white:
         if white(host):
             return
-    access_key = ext.get(ACCESS_KEY) if ext is not None else None
     if access_key is None:
         raise AclRefusal("No accessKey is configured", _VALIDATE.format(664))
     account = table.accounts.get(access_key)
@@ -123,14 +137,13 @@ def validate(table: AclTable, request: RemotingCommand, host: str) -> None:
         raise AclRefusal(f"No acl config for {access_key}", _VALIDATE.format(668))
     if account.white(host):
         return
-    content = signed_content(ext, request.body, (SIGNATURE, UNIQUE_KEY_QUERY))  # type: ignore[arg-type]
-    if signature(content, account.secret_key) != ext.get(SIGNATURE):  # type: ignore[union-attr]
+    if not signed(account.secret_key):
         raise AclRefusal(f"Check signature failed for accessKey={access_key}", _VALIDATE.format(684))
     if need.get(TRACE_TOPIC) == PUB:
         return
-    if request.code in ADMIN_CODES and not account.admin:
+    if code in ADMIN_CODES and not account.admin:
         raise AclRefusal(
-            f"Need admin permission for request code={request.code}, but accessKey={access_key} is not",
+            f"Need admin permission for request code={code}, but accessKey={access_key} is not",
             _CHECK_PERM.format(581),
         )
     if not need or (not account.perms and account.admin):

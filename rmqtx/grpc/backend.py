@@ -92,6 +92,38 @@ class TelemetrySession:
         self.request_timeout_ms = 0  # from its settings; 0 until it names one
 
 
+class _LoopbackClient(RemotingClient):
+    """The endpoint's remoting connection to its own broker: TLS when the broker's port enforces it, and
+    told to the broker's ACL as its own, since the gRPC call was checked already."""
+
+    def __init__(self, broker: Any, reactor: Any, dispatcher: Dispatcher) -> None:
+        from rmqtx.remoting.tls import TlsClientSettings, TlsServerSettings
+
+        tls = None
+        props = broker.config.properties
+        if TlsServerSettings.from_properties(props).mode == "enforcing":
+            from twisted.internet import ssl
+
+            # the broker's own client settings (tls.enable, tls.client.*: a client certificate when the port
+            # asks for one), else TLS without one
+            tls = TlsClientSettings.from_properties(props).options() or ssl.CertificateOptions()
+        super().__init__(reactor, dispatcher=dispatcher, tls=tls)
+        self.broker = broker
+
+    def connection(self, addr: str) -> "defer.Deferred[RemotingProtocol]":
+        d = super().connection(addr)
+        if self.broker.acl is not None:
+            d.addCallback(self._tell_acl)
+        return d
+
+    def _tell_acl(self, conn: RemotingProtocol) -> RemotingProtocol:
+        if not conn.attributes.get("acl.told"):
+            conn.attributes["acl.told"] = True
+            local = conn.transport.getHost()
+            self.broker.acl.internal_peers.add((local.host, local.port))
+        return conn
+
+
 class GrpcBackend:
     """Routes, sends, END_TRANSACTION and check-backs for the gRPC endpoint, over the broker's core."""
 
@@ -101,7 +133,7 @@ class GrpcBackend:
         self.reactor = reactor
         dispatcher = Dispatcher()
         dispatcher.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
-        self.remoting = RemotingClient(reactor, dispatcher=dispatcher)
+        self.remoting = _LoopbackClient(broker, reactor, dispatcher)
         self.client_id = f"{broker.config.brokerIP1}@rmqtx-grpc-proxy"
         self.sessions: dict[int, TelemetrySession] = {}
         self._session_ids = itertools.count(1)

@@ -60,6 +60,11 @@ class MessagingServicer:
             setattr(self, name, self._unbuilt_stream(response))
 
     # -- helpers ------------------------------------------------------------------------------
+    def response_class(self, method: str) -> Any:
+        """The response message of an RPC (what a refusal is answered with)."""
+        found = self.s.DESCRIPTOR.services_by_name["MessagingService"].methods_by_name.get(method)
+        return getattr(self.s, found.output_type.name) if found is not None else None
+
     def _status(self, code: str = "OK", message: str = "OK") -> Any:
         return self.d.Status(code=self.d.Code.Value(code), message=message)
 
@@ -388,7 +393,8 @@ class MessagingServicer:
         def read() -> None:
             try:
                 for command in request_iterator:
-                    reply = self._on_telemetry(session, command)
+                    # a command the ACL refused (rmqtx.grpc.security.Refused) is answered with its status
+                    reply = getattr(command, "refusal", None) or self._on_telemetry(session, command)
                     if reply is not None:
                         outbox.put(reply)
             except Exception as exc:  # the client went away: grpc raises on the iterator
@@ -508,6 +514,8 @@ class GrpcEndpoint(service.Service):
         self.address = address
         self.reactor = reactor
         self.server: Any = None
+        self.front: Any = None  # rmqtx.grpc.tls.PermissiveFront in permissive TLS mode
+        self.front_port: Any = None
         self.backend = GrpcBackend(broker, self.advertised, reactor)
 
     def advertised(self) -> tuple[str, int]:
@@ -517,21 +525,66 @@ class GrpcEndpoint(service.Service):
     def startService(self) -> None:
         import grpc
 
+        from rmqtx.remoting.tls import TlsServerSettings
+
         _, _, service_grpc = stubs.load()
+        servicer = MessagingServicer(self.backend, self.reactor)
+        tls = TlsServerSettings.from_properties(self.broker.config.properties)
+        interceptors = []
+        if self.broker.acl is not None:  # on or off for the broker's life: no wrapper at all when off
+            from rmqtx.grpc.security import AclInterceptor
+
+            interceptors.append(AclInterceptor(lambda: self.broker.acl, servicer.response_class, servicer._status,
+                                               self._client_host))
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rmqtx-grpc"),
-                                  options=[("grpc.max_receive_message_length", MAX_INBOUND)])
-        service_grpc.add_MessagingServiceServicer_to_server(MessagingServicer(self.backend, self.reactor), self.server)
-        bound = self.server.add_insecure_port(f"{self.address}:{self.port}")
+                                  options=[("grpc.max_receive_message_length", MAX_INBOUND)], interceptors=interceptors)
+        service_grpc.add_MessagingServiceServicer_to_server(servicer, self.server)
+        public = f"{self.address}:{self.port}"
+        if tls.mode == "disabled":
+            bound = self.server.add_insecure_port(public)
+        elif tls.mode == "enforcing":
+            bound = self.server.add_secure_port(public, self._credentials(tls))
+        else:
+            bound = self._permissive(tls)
         if bound == 0:
-            raise RuntimeError(f"gRPC endpoint cannot bind {self.address}:{self.port}")
+            raise RuntimeError(f"gRPC endpoint cannot bind {public}")
         self.port = bound
         self.server.start()
         self.backend.start()
-        log.info("gRPC endpoint (apache.rocketmq.v2.MessagingService) listening on {addr}:{port}",
-                 addr=self.address, port=self.port)
+        log.info("gRPC endpoint (apache.rocketmq.v2.MessagingService) listening on {addr}:{port}, TLS {mode}",
+                 addr=self.address, port=self.port, mode=tls.mode)
         super().startService()
 
+    def _credentials(self, tls: Any) -> Any:
+        from rmqtx.grpc.tls import server_credentials
+
+        return server_credentials(tls, ["127.0.0.1", self.address, self.broker.config.brokerIP1])
+
+    def _permissive(self, tls: Any) -> int:
+        """grpcio on two loopback ports (TLS, plain) behind a Twisted front on the public port."""
+        from twisted.internet.error import CannotListenError
+
+        from rmqtx.grpc.tls import PermissiveFront
+
+        tls_port = self.server.add_secure_port("127.0.0.1:0", self._credentials(tls))
+        plain_port = self.server.add_insecure_port("127.0.0.1:0")
+        if not tls_port or not plain_port:
+            return 0
+        self.front = PermissiveFront(self.reactor, tls_port, plain_port)
+        try:
+            self.front_port = self.reactor.listenTCP(self.port, self.front, interface=self.address)
+        except CannotListenError:
+            return 0
+        return self.front_port.getHost().port
+
+    def _client_host(self, context: Any) -> str:
+        from rmqtx.grpc.security import peer_host
+
+        return self.front.client_host(context) if self.front is not None else peer_host(context)
+
     async def _stop(self) -> None:
+        if self.front_port is not None:
+            await self.front_port.stopListening()
         if self.server is not None:
             stopped = self.server.stop(grace=1.0)
             await threads.deferToThread(stopped.wait, 5.0)

@@ -9,6 +9,7 @@ import subprocess
 import time
 import unittest
 from pathlib import Path
+from typing import Callable
 
 from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.remoting.codes import RequestCode, ResponseCode
@@ -50,8 +51,9 @@ def run_driver(params: dict, timeout: float = 60) -> list[dict]:
     return events
 
 
-def pull_queue(broker: str, topic: str, queue_id: int) -> list[MessageExt]:
-    """Every message of one queue, through the broker (PULL_MESSAGE as a 4.x consumer sends it)."""
+def pull_queue(broker: str, topic: str, queue_id: int, ask: Callable = call) -> list[MessageExt]:
+    """Every message of one queue, through the broker (PULL_MESSAGE as a 4.x consumer sends it); ``ask``
+    makes the call (interop's signs and speaks TLS in the security modes)."""
     out: list[MessageExt] = []
     offset = 0
     while True:
@@ -59,15 +61,15 @@ def pull_queue(broker: str, topic: str, queue_id: int) -> list[MessageExt]:
             consumerGroup="CID_grpc_check", topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=32, sysFlag=4,
             commitOffset=0, suspendTimeoutMillis=0, subscription="*", subVersion=0, expressionType="TAG",
         )
-        resp = call(broker, header.apply_to(RemotingCommand(RequestCode.PULL_MESSAGE)))
+        resp = ask(broker, header.apply_to(RemotingCommand(RequestCode.PULL_MESSAGE)))
         if resp.code != ResponseCode.SUCCESS:
             return out
         out += decode_messages(resp.body or b"")
         offset = PullMessageResponseHeader.from_command(resp).nextBeginOffset
 
 
-def pull_topic(broker: str, topic: str, queues: int) -> dict[int, list[MessageExt]]:
-    return {q: pull_queue(broker, topic, q) for q in range(queues)}
+def pull_topic(broker: str, topic: str, queues: int, ask: Callable = call) -> dict[int, list[MessageExt]]:
+    return {q: pull_queue(broker, topic, q, ask) for q in range(queues)}
 
 
 def wait_for_bodies(broker: str, topic: str, queues: int, bodies: set[str], timeout: float) -> dict[str, MessageExt]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import ipaddress
 from pathlib import Path
 
 from cryptography import x509
@@ -30,7 +31,9 @@ def _cert(subject: str, key, issuer_name: x509.Name | None, issuer_key, ca: bool
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
     )
     if not ca:
-        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        # the loopback address too: the 5.x SDKs that check the server's name (py5, node5) dial 127.0.0.1
+        alt = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
 
 

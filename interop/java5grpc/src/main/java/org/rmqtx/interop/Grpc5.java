@@ -22,6 +22,8 @@ import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -261,13 +263,72 @@ public final class Grpc5 {
         return status;
     }
 
+    /** The endpoint, TLS when "tls" is true (the SDK trusts any certificate), and "acl"'s keys when given. */
+    static ClientConfiguration configuration(JsonObject params) {
+        boolean tls = params.has("tls") && !params.get("tls").isJsonNull() && params.get("tls").getAsBoolean();
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder().setEndpoints(text(params, "endpoint"))
+            .enableSsl(tls).setRequestTimeout(Duration.ofSeconds(5));
+        if (params.has("acl") && params.get("acl").isJsonObject()) {
+            JsonObject acl = params.getAsJsonObject("acl");
+            builder.setCredentialProvider(new StaticSessionCredentialsProvider(text(acl, "access_key"), text(acl, "secret_key")));
+        }
+        return builder.build();
+    }
+
+    /**
+     * One send per spec; each answered by a "sent" or a "refused" event (a producer that cannot start refuses all).
+     * The producer names no topics up front: with them its start-up waits for the settings the endpoint sends back
+     * on Telemetry, and an account without PUB on the topic never gets them (refused, as Apache's proxy refuses
+     * it) and fails with "Task was cancelled"; without them each send shows the endpoint's own refusal.
+     */
+    static int refusedSend(JsonObject params, ClientServiceProvider provider, ClientConfiguration config, String topic) {
+        JsonArray messages = params.getAsJsonArray("messages");
+        Producer producer;
+        try {
+            producer = provider.newProducerBuilder().setClientConfiguration(config).build();
+        } catch (Exception e) {
+            for (JsonElement m : messages) {
+                emit("refused", fields("body", text(m.getAsJsonObject(), "body"), "error", describe(e)));
+            }
+            return 0;
+        }
+        try {
+            for (JsonElement m : messages) {
+                JsonObject spec = m.getAsJsonObject();
+                String body = text(spec, "body");
+                try {
+                    SendReceipt receipt = producer.send(build(provider, spec, topic));
+                    emit("sent", fields("body", body, "msg_id", receipt.getMessageId().toString(), "offset", null));
+                } catch (Exception e) {
+                    emit("refused", fields("body", body, "error", describe(e)));
+                }
+            }
+            producer.close();
+        } catch (Exception e) {
+            emit("error", fields("error", describe(e)));
+            return 1;
+        }
+        return 0;
+    }
+
+    /** The exception and its causes' messages (the SDK wraps the endpoint's status in them). */
+    static String describe(Throwable e) {
+        StringBuilder out = new StringBuilder();
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
+            if (out.length() > 0) {
+                out.append(" <- ");
+            }
+            out.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage());
+        }
+        return out.toString();
+    }
+
     public static void main(String[] args) throws Exception {
         JsonObject params = GSON.fromJson(new InputStreamReader(System.in, StandardCharsets.UTF_8), JsonObject.class);
         String op = text(params, "op");
         String topic = text(params, "topic");
         ClientServiceProvider provider = ClientServiceProvider.loadService();
-        ClientConfiguration config = ClientConfiguration.newBuilder().setEndpoints(text(params, "endpoint"))
-            .enableSsl(false).setRequestTimeout(Duration.ofSeconds(5)).build();
+        ClientConfiguration config = configuration(params);
         if ("consume".equals(op) || "push".equals(op)) {
             int code;
             try {
@@ -277,6 +338,9 @@ public final class Grpc5 {
                 code = 1;
             }
             System.exit(code);
+        }
+        if ("refused_send".equals(op)) {
+            System.exit(refusedSend(params, provider, config, topic));
         }
         JsonArray messages = params.getAsJsonArray("messages");
         Map<String, String> checkStates = new HashMap<>();
