@@ -37,7 +37,6 @@ JAVA5GRPC = REPO / "interop" / "java5grpc"
 NODE5 = REPO / "interop" / "node5"
 GO5 = REPO / "interop" / "go5"
 GO5_BUILD_TIMEOUT = 600  # a cold module download and compile on a slow machine
-NO_SECURE = "this column's driver gives its SDK no ACL keys or TLS yet (py5 and java5grpc run the security modes)"
 NO_ENDPOINT = "no gRPC endpoint given (python -m interop --grpc HOST:PORT)"
 NO_QUEUE_OWNERSHIP = ("5.x SimpleConsumers pop from every queue (no member owns a queue, which this check "
                       "wants); three_consumers covers sharing a group")
@@ -70,13 +69,8 @@ class Py5Driver(Driver):
             return f"no py5 venv at {PY5_VENV}: run scripts/ensure-py5.sh"
         return None
 
-    #: whether the driver hands the cell's ``acl`` keys and ``tls`` to its SDK (the acl / tls modes)
-    secure = True
-
     def adapt(self, scenario: Scenario, params: dict, ctx: Context) -> str | None:
-        """Only with an endpoint, and in the security modes only when the driver passes keys and TLS on."""
-        if ctx.mode != "plain" and not self.secure:
-            return NO_SECURE
+        """Only with an endpoint (every SDK driver hands the cell's ``acl`` keys and ``tls`` to its SDK)."""
         if not os.environ.get("RMQTX_INTEROP_GRPC"):
             return NO_ENDPOINT
         return super().adapt(scenario, params, ctx)
@@ -135,7 +129,6 @@ class Node5Driver(Py5Driver):
 
     name = "node5"
     unsupported = _sdk_skips("rocketmq-client-nodejs 1.0")
-    secure = False
 
     def prepare(self) -> str | None:
         if not shutil.which("node"):
@@ -150,7 +143,6 @@ class Go5Driver(Py5Driver):
 
     name = "go5"
     unsupported = _sdk_skips("rocketmq-clients golang/v5")
-    secure = False
 
     def prepare(self) -> str | None:
         go = shutil.which("go")

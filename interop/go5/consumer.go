@@ -12,7 +12,6 @@ import (
 	"time"
 
 	rmq "github.com/apache/rocketmq-clients/golang/v5"
-	"github.com/apache/rocketmq-clients/golang/v5/credentials"
 	v2 "github.com/apache/rocketmq-clients/golang/v5/protocol/v2"
 )
 
@@ -69,8 +68,7 @@ func newSimpleConsumer(p params, c consumeParams) (rmq.SimpleConsumer, error) {
 	if c.ExpressionType == "SQL92" {
 		expression = rmq.NewFilterExpressionWithType(c.Tag, rmq.SQL92)
 	}
-	config := &rmq.Config{Endpoint: p.Endpoint, ConsumerGroup: c.Group, Credentials: &credentials.SessionCredentials{}}
-	consumer, err := rmq.NewSimpleConsumer(config, rmq.WithAwaitDuration(seconds(orDefault(c.Await, awaitDefault))),
+	consumer, err := rmq.NewSimpleConsumer(config(p, c.Group), rmq.WithAwaitDuration(seconds(orDefault(c.Await, awaitDefault))),
 		rmq.WithSubscriptionExpressions(map[string]*rmq.FilterExpression{p.Topic: expression}))
 	if err != nil {
 		return nil, err

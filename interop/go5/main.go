@@ -40,7 +40,24 @@ type params struct {
 	Messages []spec  `json:"messages"`
 	Async    bool    `json:"async"`
 	Wait     float64 `json:"wait"`
+	Acl      *keys   `json:"acl"`
+	Tls      bool    `json:"tls"`
 	consumeParams
+}
+
+// keys: the cell's ACL account (the acl and tls modes); none: the SDK signs with an empty key.
+type keys struct {
+	AccessKey string `json:"access_key"`
+	SecretKey string `json:"secret_key"`
+}
+
+// config: the SDK's configuration, signed with the cell's keys when it gives some.
+func config(p params, group string) *rmq.Config {
+	creds := &credentials.SessionCredentials{}
+	if p.Acl != nil {
+		creds = &credentials.SessionCredentials{AccessKey: p.Acl.AccessKey, AccessSecret: p.Acl.SecretKey}
+	}
+	return &rmq.Config{Endpoint: p.Endpoint, ConsumerGroup: group, Credentials: creds}
 }
 
 var out sync.Mutex
@@ -110,14 +127,18 @@ func endsAtLeast(n int, deadline time.Time) bool {
 	return false
 }
 
-// plaintext: the SDK dials TLS unless told otherwise, and caps a request at 2 MiB (a 4 MiB body is
-// legal); its client manager builds every RPC client through this hook, with no options of its own.
-func plaintext() {
+// transport: golang/v5 5.1.2 always dials TLS (trusting any certificate: its default tls.Config skips
+// verification) and has no switch for plaintext, so without "tls" the driver dials plaintext; it also caps
+// a request at 2 MiB (a 4 MiB body is legal). Its client manager builds every RPC client through this
+// hook, with no options of its own.
+func transport(tls bool) {
 	base := rmq.NewRpcClient
 	rmq.NewRpcClient = func(target string, opts ...rmq.RpcClientOption) (rmq.RpcClient, error) {
-		conn := rmq.WithRpcClientConnOption(
-			rmq.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials())),
-			rmq.WithMaxCallSendMsgSize(16*1024*1024))
+		connOpts := []rmq.ConnOption{rmq.WithMaxCallSendMsgSize(16 * 1024 * 1024)}
+		if !tls {
+			connOpts = append(connOpts, rmq.WithDialOptions(grpc.WithTransportCredentials(insecure.NewCredentials())))
+		}
+		conn := rmq.WithRpcClientConnOption(connOpts...)
 		client, err := base(target, append(opts, conn)...)
 		if err != nil {
 			return nil, err
@@ -169,7 +190,7 @@ func run(p params) error {
 			},
 		}))
 	}
-	producer, err := rmq.NewProducer(&rmq.Config{Endpoint: p.Endpoint, Credentials: &credentials.SessionCredentials{}}, opts...)
+	producer, err := rmq.NewProducer(config(p, ""), opts...)
 	if err != nil {
 		return err
 	}
@@ -249,15 +270,43 @@ func run(p params) error {
 	return nil
 }
 
+// refusedSend: one send per spec, each answered by a "sent" or a "refused" event (error: the SDK's
+// error text, with the endpoint's status). The producer names no topics up front, so that its start
+// does not stop at a refused route or settings; a producer that cannot start refuses every spec.
+func refusedSend(p params) error {
+	producer, err := rmq.NewProducer(config(p, ""))
+	if err == nil {
+		err = producer.Start()
+	}
+	if err != nil {
+		for _, s := range p.Messages {
+			emit("refused", map[string]any{"body": s.Body, "error": err.Error()})
+		}
+		return nil
+	}
+	defer producer.GracefulStop()
+	for _, s := range p.Messages {
+		receipts, err := producer.Send(context.Background(), build(s, p.Topic))
+		if err != nil {
+			emit("refused", map[string]any{"body": s.Body, "error": err.Error()})
+			continue
+		}
+		emit("sent", map[string]any{"body": s.Body, "msg_id": receipts[0].MessageID, "offset": receipts[0].Offset})
+	}
+	return nil
+}
+
 func main() {
 	var p params
 	if err := json.NewDecoder(os.Stdin).Decode(&p); err != nil {
 		emit("error", map[string]any{"error": "bad params: " + err.Error()})
 		os.Exit(2)
 	}
-	plaintext()
+	transport(p.Tls)
 	var err error
 	switch p.Op {
+	case "refused_send":
+		err = refusedSend(p)
 	case "consume":
 		err = consume(p, p.consumeParams)
 	case "push":

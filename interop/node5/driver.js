@@ -2,11 +2,47 @@
 // The node5 driver: rocketmq-client-nodejs (the official 5.x gRPC SDK) as a producer, and with ops
 // "consume" (SimpleConsumers) and "push" (a PushConsumer) as a consumer. Reads the same JSON params as
 // interop/py5/driver.py on stdin and prints the same events, one JSON object a line. The SDK counts
-// durations in milliseconds where the params give seconds.
+// durations in milliseconds where the params give seconds. Every op takes "acl" ({access_key, secret_key}:
+// the SDK signs its calls; none: no credentials) and "tls" (sslEnabled: grpc-js checks the certificate
+// against its default roots, so the driver points GRPC_DEFAULT_SSL_ROOTS_FILE_PATH at "tls_ca", or at the
+// certificate the endpoint shows, before it loads the SDK).
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
-const sdk = require('rocketmq-client-nodejs');
-const { TransactionResolution, FilterType } = require(path.join(path.dirname(require.resolve('rocketmq-client-nodejs')),
-  '..', 'proto', 'apache', 'rocketmq', 'v2', 'definition_pb'));
+const tls = require('tls');
+let sdk, TransactionResolution, FilterType; // loaded by main() once the roots are set
+
+function loadSdk() {
+  sdk = require('rocketmq-client-nodejs');
+  ({ TransactionResolution, FilterType } = require(path.join(path.dirname(require.resolve('rocketmq-client-nodejs')),
+    '..', 'proto', 'apache', 'rocketmq', 'v2', 'definition_pb')));
+}
+
+// With "tls": grpc-js's default roots become "tls_ca", or the endpoint's own certificate (test use).
+async function trust(params) {
+  if (!params.tls) return;
+  let ca = params.tls_ca;
+  if (!ca) {
+    const at = params.endpoint.lastIndexOf(':');
+    const host = params.endpoint.slice(0, at);
+    const port = Number(params.endpoint.slice(at + 1));
+    const der = await new Promise((resolve, reject) => {
+      const socket = tls.connect({ host, port, rejectUnauthorized: false, ALPNProtocols: ['h2'] }, () => {
+        const cert = socket.getPeerCertificate();
+        socket.destroy();
+        resolve(cert.raw);
+      });
+      socket.setTimeout(5000, () => socket.destroy(new Error(`no TLS answer from ${params.endpoint} within 5 s`)));
+      socket.on('error', reject);
+    });
+    const pem = `-----BEGIN CERTIFICATE-----\n${der.toString('base64').match(/.{1,64}/g).join('\n')}\n-----END CERTIFICATE-----\n`;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rmqtx-node5-ca-'));
+    ca = path.join(dir, 'ca.pem');
+    fs.writeFileSync(ca, pem);
+    process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  }
+  process.env.GRPC_DEFAULT_SSL_ROOTS_FILE_PATH = ca;
+}
 
 function emit(event, fields) {
   process.stdout.write(JSON.stringify({ event, at: Date.now() / 1000, ...fields }) + '\n');
@@ -42,7 +78,45 @@ function label(view) {
 }
 
 function clientOptions(params) {
-  return { endpoints: params.endpoint, namespace: '', sslEnabled: false, requestTimeout: (params.timeout || 5) * 1000, logger };
+  const keys = params.acl;
+  return {
+    endpoints: params.endpoint, namespace: '', sslEnabled: Boolean(params.tls), requestTimeout: (params.timeout || 5) * 1000, logger,
+    ...(keys ? { sessionCredentials: { accessKey: keys.access_key, accessSecret: keys.secret_key } } : {}),
+  };
+}
+
+// Op "refused_send": one send per spec, each answered by a "sent" or a "refused" event (error: the SDK's
+// error text, with the endpoint's status). The producer names no topics up front, so that its start does
+// not stop at a refused route; a producer that cannot start refuses every spec.
+async function refusedSend(params) {
+  const producer = new sdk.Producer({ ...clientOptions(params) });
+  try {
+    await producer.startup();
+  } catch (err) {
+    for (const spec of params.messages) emit('refused', { body: spec.body, error: describe(err) });
+    await producer.shutdown().catch(() => {});
+    return 0;
+  }
+  try {
+    for (const spec of params.messages) {
+      try {
+        const receipt = await producer.send(build(spec, params.topic));
+        emit('sent', { body: spec.body, msg_id: receipt.messageId, offset: receipt.offset ?? null });
+      } catch (err) {
+        emit('refused', { body: spec.body, error: describe(err) });
+      }
+    }
+  } finally {
+    await producer.shutdown().catch(() => {});
+  }
+  return 0;
+}
+
+// An error and its causes' messages (the SDK wraps the endpoint's status in them).
+function describe(err) {
+  const parts = [];
+  for (let e = err; e && parts.length < 5; e = e.cause) parts.push(`${e.name}: ${e.message}`);
+  return parts.join(' <- ');
 }
 
 // Op "consume": `members` SimpleConsumers receive until `expect` bodies are acked, then linger; `actions`
@@ -177,7 +251,10 @@ async function main() {
   const chunks = [];
   for await (const chunk of process.stdin) chunks.push(chunk);
   const params = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  await trust(params);
+  loadSdk();
   const { topic, op } = params;
+  if (op === 'refused_send') return refusedSend(params);
   if (op === 'consume') return consume(params);
   if (op === 'push') return push(params);
   const checkStates = new Map(params.messages.map(s => [s.body, s.check_state || 'COMMIT']));

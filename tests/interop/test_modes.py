@@ -17,7 +17,6 @@ from interop.drivers import all_drivers
 from interop.drivers.cpp import NO_TLS as CPP_NO_TLS
 from interop.drivers.java import ACL_QUERY
 from interop.drivers.node import NO_TLS as NODE_NO_TLS
-from interop.drivers.py5 import NO_SECURE as GRPC_NO_SECURE
 from interop.modes import SECRETS
 from interop.runner import Cell
 from interop.scenarios import BY_KEY
@@ -34,14 +33,12 @@ RUNS = {
     "tls-permissive": ["sync_send", "tls_plain_client"],
 }
 #: Columns whose clients speak TLS (the others are SKIP in TLS cells, with their driver's reason).
-TLS_CLIENTS = ("java", "java5", "go", "python", "py5", "java5grpc")
-#: The 5.x gRPC SDK columns whose drivers pass no keys or TLS to their SDK yet: SKIP in every mode here.
-GRPC_UNSECURED = tuple(c for c in ("py5", "java5grpc", "node5", "go5") if c in DRIVERS and not DRIVERS[c].secure)
+TLS_CLIENTS = ("java", "java5", "go", "python", "py5", "java5grpc", "node5", "go5")
 
 
 def every_column_passes() -> dict[str, str]:
-    """PASS in every column (the gRPC ones against the endpoint's ACL / TLS), but those whose driver says why not."""
-    return {client: Cell("SKIP", GRPC_NO_SECURE).text() if client in GRPC_UNSECURED else "PASS" for client in CLIENTS}
+    """PASS in every column: the remoting ones against the broker, the four gRPC ones against the endpoint's ACL / TLS."""
+    return {client: "PASS" for client in CLIENTS}
 
 _runs: dict[str, tuple[int, str, str]] = {}
 
@@ -73,8 +70,6 @@ def allowed_skips(mode: str, client: str, key: str) -> set[str]:
         reasons.add(NODE_NO_TLS)
     if mode == "acl" and client in ("java", "java5"):
         reasons.add(ACL_QUERY)
-    if client in GRPC_UNSECURED:
-        reasons.add(GRPC_NO_SECURE)
     return {Cell("SKIP", r).text() for r in reasons}
 
 
@@ -108,7 +103,7 @@ class AclModeTest(ModeRuns, unittest.TestCase):
 
     def test_refusals_in_every_column(self) -> None:
         """Wrong secret, no keys and a missing permission: refused in every column (the remoting ones and the
-        gRPC ones whose drivers pass keys), nothing stored."""
+        four gRPC ones), nothing stored."""
         rows = table(self.mode)
         for key in ("acl_wrong_secret", "acl_no_credentials", "acl_no_permission"):
             self.assertEqual(rows[BY_KEY[key].title], every_column_passes(), key)
