@@ -60,9 +60,25 @@ def produce(namesrv: str, topic: str, group: str, count: str = "8", prefix: str 
     producer.shutdown()
 
 
-def push(namesrv: str, topic: str, group: str, expression: str, model: str, expect: str, seconds: str, instance: str = "c1") -> None:
-    """Push consumer; stops when ``expect`` messages arrived or after ``seconds``."""
+def stdin_closed(event: threading.Event | None = None) -> threading.Event:
+    """Set when stdin reaches EOF: a test closes it once it has seen what it waited for."""
+    closed = event or threading.Event()
+
+    def read() -> None:
+        sys.stdin.read()
+        closed.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return closed
+
+
+def push(namesrv: str, topic: str, group: str, expression: str, model: str, expect: str, seconds: str, instance: str = "c1",
+         until: str = "expect") -> None:
+    """Push consumer; stops when ``expect`` messages arrived (or, with ``until`` "stdin", also when
+    stdin closes: members of one group that split the messages) or after ``seconds``."""
     got = threading.Event()
+    if until == "stdin":
+        stdin_closed(got)
     lock = threading.Lock()
     seen: list[str] = []
     consumer = PushConsumer(group, message_model=MessageModel[model])
@@ -183,7 +199,9 @@ def orderly_produce(namesrv: str, topic: str, keys: str, per_key: str) -> None:
     producer.shutdown()
 
 
-def orderly_consume(namesrv: str, topic: str, group: str, seconds: str, instance: str) -> None:
+def orderly_consume(namesrv: str, topic: str, group: str, seconds: str, instance: str, until: str = "seconds") -> None:
+    """Consumes for ``seconds``; with ``until`` "stdin", until stdin closes (then 1 s more, for late
+    duplicates and reorderings to show) or ``seconds`` at most."""
     consumer = PushConsumer(group, orderly=True)
     consumer.set_namesrv_addr(namesrv)
     consumer.set_instance_name(instance)
@@ -193,7 +211,11 @@ def orderly_consume(namesrv: str, topic: str, group: str, seconds: str, instance
 
     consumer.subscribe(topic, on_message)
     consumer.start()
-    time.sleep(float(seconds))
+    if until == "stdin":
+        stdin_closed().wait(float(seconds))
+        time.sleep(1.0)
+    else:
+        time.sleep(float(seconds))
     consumer.shutdown()
 
 

@@ -231,6 +231,20 @@ def real_events(events: list[dict]) -> list[dict]:
     return [e for e in events if not str(e.get("body", "")).startswith(PROBE)]
 
 
+def stop_when_all_seen(readers: list[EventReader], bodies: set[str], timeout: float) -> None:
+    """Members of one group split the messages, so none can tell when to stop: once their ``recv``
+    events together hold every body in ``bodies`` (or after ``timeout``), close their stdin (they were
+    started with ``until`` "stdin"); what they got is checked afterwards by the test."""
+    def seen() -> set[str]:
+        return {e["body"] for r in readers for e in real_events(r.snapshot()) if e.get("kind") == "recv"}
+    deadline = time.time() + timeout
+    while not bodies <= seen() and time.time() < deadline and any(r.proc.poll() is None for r in readers):
+        time.sleep(0.05)
+    for reader in readers:
+        if reader.proc.stdin is not None:
+            reader.proc.stdin.close()
+
+
 class ServerPerTest:
     """Mixin for unittest.TestCase: a fresh standalone per test (trial runs no setUpClass)."""
 

@@ -7,7 +7,7 @@ import sys
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes
+from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes, stop_when_all_seen
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 SEND_OK = 0
@@ -32,7 +32,8 @@ class CppClientTest(ServerPerTest, unittest.TestCase):
 
     def spawn(self, *args: str) -> subprocess.Popen:
         argv = [sys.executable, SCRIPT, args[0], self.server.namesrv, *args[1:]]
-        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"HOME": self.home.name, "PATH": "/usr/bin:/bin"})
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={"HOME": self.home.name, "PATH": "/usr/bin:/bin"})
 
     def produce(self, topic: str | None = None, prefix: str = "") -> list[dict]:
         return self.client("produce", topic or self.topic, "P_cpp", str(N), prefix)
@@ -80,11 +81,14 @@ class CppClientTest(ServerPerTest, unittest.TestCase):
     def test_two_cluster_consumers_split_queues(self) -> None:
         self.server.create_topic(self.topic, 4)
         everything = expected_bodies()
-        readers = [EventReader(self.spawn("push", self.topic, "C_cpp_split", "*", "CLUSTERING", str(len(everything)), "60", f"sp{i}"))
+        # each member gets only its queues' share: they stop when together they have everything (or after 60 s)
+        readers = [EventReader(self.spawn("push", self.topic, "C_cpp_split", "*", "CLUSTERING", str(len(everything)), "60", f"sp{i}",
+                                          "stdin"))
                    for i in range(2)]
         self.wait_for_members("C_cpp_split", 2)
         settle_with_probes(self.server, self.topic, readers, 4, shared=False)  # both members on two queues each
         self.produce()
+        stop_when_all_seen(readers, set(everything), 60)
         per_consumer = [self.received_all(reader) for reader in readers]
         union = {e["body"] for events in per_consumer for e in events}
         self.assertEqual(union, set(everything))

@@ -8,7 +8,7 @@ import unittest
 from collections import defaultdict
 from pathlib import Path
 
-from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes
+from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes, stop_when_all_seen
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 #: Level 1 = 1 s, level 2 = 2 s, level 3 (first retry) = 1 s: real semantics, short waits.
@@ -22,8 +22,8 @@ class CppDeliveryTest(ServerPerTest, unittest.TestCase):
         return run_client([sys.executable, SCRIPT, args[0], self.server.namesrv, *args[1:]], timeout, env={"HOME": self.home.name})
 
     def spawn(self, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, SCRIPT, args[0], self.server.namesrv, *args[1:]], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, env={"HOME": self.home.name, "PATH": "/usr/bin:/bin"})
+        return subprocess.Popen([sys.executable, SCRIPT, args[0], self.server.namesrv, *args[1:]], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={"HOME": self.home.name, "PATH": "/usr/bin:/bin"})
 
     def test_delay_levels_wait_at_least_their_time(self) -> None:
         events = self.run_script("delayed", "T_cpp_delay", "C_cpp_delay")
@@ -54,11 +54,13 @@ class CppDeliveryTest(ServerPerTest, unittest.TestCase):
     def test_orderly_consumers_keep_order_and_never_share_a_queue(self) -> None:
         topic = "T_cpp_order"
         self.server.create_topic(topic, 4)
-        readers = [EventReader(self.spawn("orderly_consume", topic, "C_cpp_order", "30", f"o{i}")) for i in range(2)]
+        # the members run until together they got all 40 (then 1 s more for duplicates and reorderings), 30 s at most
+        readers = [EventReader(self.spawn("orderly_consume", topic, "C_cpp_order", "30", f"o{i}", "stdin")) for i in range(2)]
         self.wait_for_members("C_cpp_order", 2)
         # both members rebalanced and holding their locks: each gets the probes of its two queues only
         settle_with_probes(self.server, topic, readers, 4, shared=False)
         self.run_script("orderly_produce", topic, "4", "10")
+        stop_when_all_seen(readers, {f"k{k}-{s}" for k in range(4) for s in range(10)}, 30)
         received = []
         for reader in readers:
             code, events, err = reader.finish()

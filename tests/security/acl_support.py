@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -114,6 +116,24 @@ def java_classpath() -> str:
     return _classpath
 
 
+#: The JVM's start-up dominates these short runs (as in tests/admin/mqadmin_java.py): C1 only, serial GC.
+JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+_scenario: list[str] | None = None
+
+
+def java_scenario(*props: str) -> list[str]:
+    """``java FLAGS PROPS -cp ... AclScenario``: AclScenario.java compiled once per process (the source
+    launcher would compile it again in every JVM, over a second of CPU each), with the JRE's own javac module."""
+    global _scenario
+    if _scenario is None:
+        out = tempfile.mkdtemp(prefix="rmqtx-acl-classes-")
+        atexit.register(shutil.rmtree, out, True)
+        subprocess.run(["java", "-m", "jdk.compiler/com.sun.tools.javac.Main", "-nowarn", "-d", out, "-cp", java_classpath(),
+                        str(HERE / "java" / "AclScenario.java")], check=True, timeout=300, capture_output=True)
+        _scenario = ["-cp", f"{out}{os.pathsep}{java_classpath()}", "AclScenario"]
+    return ["java", *JVM_FLAGS, *props, *_scenario]
+
+
 def _lines(proc: subprocess.CompletedProcess) -> list[dict]:
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0:
@@ -123,8 +143,7 @@ def _lines(proc: subprocess.CompletedProcess) -> list[dict]:
 
 def run_java(server: Standalone, *steps: str, timeout: float = 240) -> list[dict]:
     proc = subprocess.run(
-        ["java", "-Drocketmq.client.logUseSlf4j=false", "-cp", java_classpath(), str(HERE / "java" / "AclScenario.java"),
-         server.namesrv, *steps],
+        [*java_scenario("-Drocketmq.client.logUseSlf4j=false"), server.namesrv, *steps],
         capture_output=True, text=True, timeout=timeout, cwd=tempfile.gettempdir(),
         env={**os.environ, "ROCKETMQ_HOME": tempfile.gettempdir()},
     )
@@ -142,7 +161,7 @@ def run_python(server: Standalone, *steps: str, timeout: float = 120) -> list[di
 def run_mqadmin(server: Standalone, home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Apache's mqadmin (MQAdminStartup); it takes its keys from ``home``/conf/tools.yml."""
     return subprocess.run(
-        ["java", f"-Drocketmq.home.dir={home}", "-cp", java_classpath(), "org.apache.rocketmq.tools.command.MQAdminStartup",
+        ["java", *JVM_FLAGS, f"-Drocketmq.home.dir={home}", "-cp", java_classpath(), "org.apache.rocketmq.tools.command.MQAdminStartup",
          *args, "-n", server.namesrv],
         capture_output=True, text=True, timeout=timeout, cwd=str(home), env={**os.environ, "ROCKETMQ_HOME": str(home)},
     )

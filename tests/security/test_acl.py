@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import time
 import unittest
+from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
@@ -296,12 +297,16 @@ class JavaMqadminAclTest(AclCase):
             self.assertIn("success", made.stdout, made.stdout + made.stderr)
             account = [a for a in yaml.safe_load(path.read_text())["accounts"] if a["accessKey"] == "MqAdminMade1"][0]
             self.assertEqual((account["topicPerms"], account["defaultTopicPerm"]), (["TopicA=PUB"], "PUB"))
-            version = run_mqadmin(self.server, home, "clusterAclConfigVersion", "-c", "DefaultCluster")
+            # three independent commands side by side (each JVM idles seconds in its shutdown); none
+            # touches what another checks (10.0.0.* does not white-list the stranger on 127.0.0.1)
+            with ThreadPoolExecutor(3) as pool:
+                version, white, refused = pool.map(lambda argv: run_mqadmin(self.server, *argv), [
+                    (home, "clusterAclConfigVersion", "-c", "DefaultCluster"),
+                    (home, "updateGlobalWhiteAddr", "-b", b, "-g", "10.0.0.*"),
+                    (stranger, "deleteAccessConfig", "-b", b, "-a", "MqAdminMade1")])
             self.assertIn(str(path), version.stdout, version.stdout + version.stderr)
-            white = run_mqadmin(self.server, home, "updateGlobalWhiteAddr", "-b", b, "-g", "10.0.0.*")
             self.assertIn("success", white.stdout, white.stdout + white.stderr)
             self.assertEqual(yaml.safe_load(path.read_text())["globalWhiteRemoteAddresses"], ["10.0.0.*"])
-            refused = run_mqadmin(self.server, stranger, "deleteAccessConfig", "-b", b, "-a", "MqAdminMade1")
             self.assertNotIn("success", refused.stdout)
             self.assertIn("No acl config for Stranger12", refused.stdout + refused.stderr)
             self.assertIn("MqAdminMade1", path.read_text())

@@ -17,7 +17,7 @@ from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
 from tests.e2e.harness import REPO, Standalone
-from tests.security.acl_support import HERE, java_classpath
+from tests.security.acl_support import HERE, java_scenario
 from tests.security.certs import make_certs
 
 ROUTE = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
@@ -109,7 +109,7 @@ class TlsCase(unittest.TestCase):
     def java(self, *steps: str, tls: bool = True) -> list[dict]:
         props = ["-Dtls.enable=true"] if tls else []
         proc = subprocess.run(
-            ["java", *props, "-cp", java_classpath(), str(HERE / "java" / "AclScenario.java"), self.server.namesrv, *steps],
+            [*java_scenario(*props), self.server.namesrv, *steps],
             capture_output=True, text=True, timeout=240, cwd=tempfile.gettempdir(),
         )
         return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
