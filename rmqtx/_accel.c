@@ -252,42 +252,17 @@ done:
     return out;
 }
 
-/* Java String.hashCode over the UTF-16 units of s, continuing from h. -1 on a lone surrogate. */
-static int hash_units(PyObject *s, uint32_t *h) {
-    int kind = PyUnicode_KIND(s);
-    const void *data = PyUnicode_DATA(s);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(s);
-    uint32_t acc = *h;
-    if (kind == PyUnicode_1BYTE_KIND) {
-        const Py_UCS1 *c = data;
-        for (Py_ssize_t i = 0; i < n; i++) acc = acc * 31u + c[i];
-    } else {
-        for (Py_ssize_t i = 0; i < n; i++) {
-            Py_UCS4 cp = PyUnicode_READ(kind, data, i);
-            if (cp >= 0xD800 && cp <= 0xDFFF) return -1;
-            if (cp > 0xFFFF) {
-                cp -= 0x10000;
-                acc = acc * 31u + (0xD800 + (cp >> 10));
-                acc = acc * 31u + (0xDC00 + (cp & 0x3FF));
-            } else {
-                acc = acc * 31u + cp;
-            }
-        }
-    }
-    *h = acc;
-    return 0;
-}
-
-static PyObject *surrogate_error(void) {
-    PyErr_SetString(PyExc_UnicodeError, "lone surrogate in a Java string hash");
-    return NULL;
-}
-
-/* hash_units over s[start:end] */
+/* Java String.hashCode over the UTF-16 units of s[start:end], continuing from h. -1 on a lone surrogate. */
 static int hash_range(PyObject *s, Py_ssize_t start, Py_ssize_t end, uint32_t *h) {
     int kind = PyUnicode_KIND(s);
     const void *data = PyUnicode_DATA(s);
     uint32_t acc = *h;
+    if (kind == PyUnicode_1BYTE_KIND) {  /* Latin-1: every character is one unit, none a surrogate */
+        const Py_UCS1 *c = data;
+        for (Py_ssize_t i = start; i < end; i++) acc = acc * 31u + c[i];
+        *h = acc;
+        return 0;
+    }
     for (Py_ssize_t i = start; i < end; i++) {
         Py_UCS4 cp = PyUnicode_READ(kind, data, i);
         if (cp >= 0xD800 && cp <= 0xDFFF) return -1;
@@ -302,6 +277,17 @@ static int hash_range(PyObject *s, Py_ssize_t start, Py_ssize_t end, uint32_t *h
     *h = acc;
     return 0;
 }
+
+/* hash_range over the whole of s */
+static int hash_units(PyObject *s, uint32_t *h) {
+    return hash_range(s, 0, PyUnicode_GET_LENGTH(s), h);
+}
+
+static PyObject *surrogate_error(void) {
+    PyErr_SetString(PyExc_UnicodeError, "lone surrogate in a Java string hash");
+    return NULL;
+}
+
 
 /* java_string_hash(text) -> signed 32-bit String.hashCode */
 static PyObject *java_string_hash(PyObject *self, PyObject *arg) {
