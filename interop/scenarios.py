@@ -274,11 +274,12 @@ def timer_due_s(spec: dict) -> float:
 def timer_build(ctx: Context) -> dict:
     """Specs carry ``timer``: one of ``delay_ms`` (setDelayTimeMs), ``delay_sec`` (setDelayTimeSec) or
     ``deliver_in_ms`` (setDeliverTimeMs with the sender's clock plus this, read after ``at``)."""
-    kinds = ({"delay_ms": 1500}, {"delay_sec": 2}, {"deliver_in_ms": 2500}, {"delay_ms": 3200})
+    kinds = ({"delay_ms": 1500}, {"delay_sec": 2}, {"deliver_in_ms": 2500}, {"delay_ms": 5000})
     msgs = [dict(m, timer=t) for t, m in zip(kinds, messages("timer", len(kinds) + 1))]
-    # a driver that can (the 5.3 remoting client) also sends this one and recalls it (RECALL_MESSAGE); due before
-    # the last of ``messages``, so once they are all in its slot has been read
-    recall = dict(messages("timer", len(kinds) + 1)[-1], timer={"delay_ms": 2200})
+    # a driver that can (the 5.3 remoting client) also sends this one and recalls it (RECALL_MESSAGE): 4 s leaves
+    # a loaded machine time for the send and the recall, and it is still due before the last of ``messages``,
+    # so once they are all in its slot has been read
+    recall = dict(messages("timer", len(kinds) + 1)[-1], timer={"delay_ms": 4000})
     return {"messages": msgs, "recall": [recall], "settle": SETTLE}
 
 

@@ -259,8 +259,19 @@ class MixedPairTest(unittest.TestCase):
             after.add(body)
         sender.close()
         wait_until(lambda: self._bodies() >= first | after, 60, "the messages sent after the restart", step=0.5)
-        # the slave suggests the master (slaveReadEnable off), so the consumer went back to it
-        wait_until(lambda: int(_runtime(master.addr).get("msgGetTotalTodayNow", "0")) > 0, 30, "reads served by the master")
+        # the slave suggests the master (slaveReadEnable off), so the consumer goes back to it once its route
+        # names the master again (the client refreshes routes every 30 s); until then it may read everything
+        # from the slave, so a message keeps coming for the master to serve
+        sender = Sender(master.addr)
+        self.addCleanup(sender.close)
+        sent = iter(range(1_000_000))
+
+        def served_by_master() -> bool:
+            if int(_runtime(master.addr).get("msgGetTotalTodayNow", "0")) > 0:
+                return True
+            self.assertEqual(sender.send(TOPIC, b"back-%d" % next(sent), 0).code, ResponseCode.SUCCESS)
+            return False
+        wait_until(served_by_master, 90, "reads served by the master", step=0.5)
 
     def test_rmqtx_slave_of_java_master(self) -> None:
         java = JavaBroker(self.cluster.root, "java-master", self.cluster.namesrv.addr, {"brokerRole": "SYNC_MASTER"})
