@@ -14,16 +14,15 @@ import unittest
 from interop.drivers import all_drivers
 from interop.runner import Cell
 from interop.scenarios import SCENARIOS
+from interop.server import LEVELS, MATRIX_CONF
 from tests.e2e.harness import REPO, Standalone, free_port
 from tests.grpc.py5 import PY5_VENV
 
 #: Every column: java, java5, go, cpp, node, python and the 5.x gRPC SDKs py5, java5grpc, node5, go5.
 DRIVERS = all_drivers()
 CLIENTS = list(DRIVERS)
-#: Short delay levels keep retry (level 3) and the C++ client's 16 retries before the DLQ quick.
-LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
-SERVER_CONF = {"messageDelayLevel": LEVELS, "enablePropertyFilter": "true",
-               "transactionCheckInterval": "2000", "transactionTimeOut": "3000"}
+#: The broker the CLI starts for a matrix run (short delay levels, filters, quick check-backs, recall on).
+SERVER_CONF = MATRIX_CONF
 CELL = re.compile(r"^(PASS|FAIL: .+|SKIP: .+)$")
 SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$")
 JOBS = 6  # two cores: more parallel JVM start-ups only make the clients' own timeouts fire
