@@ -17,7 +17,8 @@ What every driver does, whatever the op (the op-specific parts are in each build
   none), ``tags``, ``keys`` (list), ``topic``, ``queue_id``, ``reconsume`` (reconsumeTimes),
   ``member`` (which consumer of the cell), ``at``; plus ``queue_offset`` when known; ``size`` and
   ``sha256`` (hex of all body bytes) when the body is longer than 1024 bytes; ``props`` (name ->
-  value or null, for every property name any spec in ``messages`` carries) when some spec has props.
+  value or null, for every property name any spec in ``messages`` carries) when some spec has props;
+  ``stored_at`` (the message's store timestamp, epoch seconds of the broker's clock) when the client has it.
 * ``error`` events: ``error`` (text) for anything that went wrong; any error fails the cell.
 * ``acl`` (``access_key``, ``secret_key``; null or absent: no credentials) and ``tls`` (bool): every
   client of the cell signs its requests with these keys as Java's ``AclClientRPCHook`` does, and
@@ -258,9 +259,13 @@ def delay_check(events: Events, params: dict, probe: Probe) -> str | None:
     return first(errors(events), delivered_exactly(events, params["messages"]))
 
 
-#: Timer messages: how late a delivery may be beyond its due time (the broker's timerPrecisionMs, 1 s by
-#: default, plus the push consumer's long-polling hand-over on a busy machine).
+#: Timer messages: how late the broker may store a delivery on its real topic beyond its due time (its
+#: timerPrecisionMs, 1 s by default, plus a busy reactor), judged by the delivered copy's store timestamp
+#: where the client reports one (``stored_at``), else by the receipt.
 TIMER_LATE_S = 6.0
+#: ... and how late the client may hand it to the listener on a loaded two-core machine (a JVM in a container
+#: beside five other cells): the broker's part is bounded above; this bounds the hand-over.
+TIMER_RECEIVE_LATE_S = 20.0
 
 
 def timer_due_s(spec: dict) -> float:
@@ -283,17 +288,30 @@ def timer_build(ctx: Context) -> dict:
     return {"messages": msgs, "recall": [recall], "settle": SETTLE}
 
 
+def timer_waits(events: Events) -> str:
+    """Every timer message's seconds from send to store (when known) and to receipt, for a failure's text."""
+    sent = {e["body"]: e["at"] for e in events if e["kind"] == "sent"}
+    parts = []
+    for e in received(events):
+        if e["body"] in sent:
+            stored = f"stored {e['stored_at'] - sent[e['body']]:.2f} " if "stored_at" in e else ""
+            parts.append(f"{e['body']} {stored}received {e['at'] - sent[e['body']]:.2f}")
+    return ", ".join(parts)
+
+
 def timer_check(events: Events, params: dict, probe: Probe) -> str | None:
     sent = {e["body"]: e["at"] for e in events if e["kind"] == "sent"}
     for m in params["messages"]:
-        got = [e["at"] for e in received(events) if e["body"] == m["body"]]
-        if not got or m["body"] not in sent:
+        got = next((e for e in received(events) if e["body"] == m["body"]), None)
+        if got is None or m["body"] not in sent:
             continue
-        waited, due = got[0] - sent[m["body"]], timer_due_s(m)
-        if waited < due - 0.002:  # the events' times are float seconds
-            return f"{m['timer']} delivered after {waited:.3f} s, before it was due"
-        if waited > due + TIMER_LATE_S:
-            return f"{m['timer']} delivered after {waited:.3f} s, more than {TIMER_LATE_S:g} s late"
+        waited, due = got["at"] - sent[m["body"]], timer_due_s(m)
+        stored = got["stored_at"] - sent[m["body"]] if "stored_at" in got else waited
+        if min(waited, stored) < due - 0.002:  # the events' times are float seconds
+            return f"{m['timer']} delivered after {min(waited, stored):.3f} s, before it was due; {timer_waits(events)}"
+        if stored > due + TIMER_LATE_S or waited > due + TIMER_RECEIVE_LATE_S:
+            return (f"{m['timer']} stored on its topic {stored:.3f} s and received {waited:.3f} s after its send, more than "
+                    f"{TIMER_LATE_S:g} s (stored) or {TIMER_RECEIVE_LATE_S:g} s (received) late; {timer_waits(events)}")
     recalled = {e["body"]: e for e in events if e["kind"] == "recalled"}
     for m in params.get("recall", ()):
         if m["body"] in sent and m["body"] not in recalled:

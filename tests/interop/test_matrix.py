@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from pathlib import Path
 
 from interop.drivers import all_drivers
 from interop.runner import Cell
@@ -38,6 +39,8 @@ def allowed_skips(client: str) -> dict[str, str]:
 
 
 _run: tuple[int, str, str] | None = None
+#: The run's --log-dir, once it ran.
+LOG_DIR: list[str] = []
 
 
 def matrix() -> tuple[int, str, str]:
@@ -50,6 +53,7 @@ def matrix() -> tuple[int, str, str]:
         server.start()
         try:
             logs = tempfile.mkdtemp(prefix="rmqtx-interop-logs-")  # each cell's events and stderr, for a failure's cause
+            LOG_DIR.append(logs)
             cmd = [sys.executable, "-m", "interop", "--namesrv", server.namesrv, "--broker", server.broker,
                    "--clients", ",".join(CLIENTS), "--delay-levels", LEVELS, "--jobs", str(JOBS), "--log-dir", logs,
                    "--grpc", f"127.0.0.1:{grpc_port}"]
@@ -58,6 +62,14 @@ def matrix() -> tuple[int, str, str]:
         finally:
             server.close()
     return _run
+
+
+def cell_log(scenario: str, client: str, limit: int = 3000) -> str:
+    """One cell's params and events (its log without the client's stderr) from the run's --log-dir."""
+    path = Path(LOG_DIR[0]) / f"{scenario}.{client}.log" if LOG_DIR else None
+    if path is None or not path.exists():
+        return f"[no log for {scenario}.{client}]"
+    return f"[{path.name}]\n" + path.read_text(errors="replace").split("\n--- stderr\n")[0][:limit]
 
 
 def table() -> dict[str, dict[str, str]]:
@@ -117,10 +129,13 @@ class InteropMatrixTest(unittest.TestCase):
             self.assertRegex(matrix()[2], rf"\[{client}\] cells run in container image localhost/rmqtx-interop-java:[0-9a-f]{{16}}")
 
     def test_no_cell_fails(self) -> None:
-        """The CI bar: every cell is PASS or an honest SKIP."""
+        """The CI bar: every cell is PASS or an honest SKIP; a failure shows its cells' events (the cause)."""
         failing = [f"{title} / {client}: {text}" for title, cells in table().items() for client, text in cells.items()
                    if text.startswith("FAIL")]
-        self.assertEqual(failing, [], matrix()[2][-3000:])
+        key = {s.title: s.key for s in SCENARIOS}
+        logs = [cell_log(key[title], client) for title, cells in table().items() for client, text in cells.items()
+                if text.startswith("FAIL")]
+        self.assertEqual(failing, [], "\n".join(logs) + matrix()[2][-2000:])
 
 
 if __name__ == "__main__":

@@ -271,7 +271,7 @@ public final class Interop {
         }
         List<Object> fields = new ArrayList<Object>(Arrays.<Object>asList("body", new String(body, 0, cut, StandardCharsets.UTF_8),
             "tags", m.getTags(), "keys", keyList, "topic", m.getTopic(), "queue_id", m.getQueueId(), "queue_offset", m.getQueueOffset(),
-            "reconsume", m.getReconsumeTimes(), "member", member, "at", now()));
+            "reconsume", m.getReconsumeTimes(), "member", member, "at", now(), "stored_at", m.getStoreTimestamp() / 1000.0));
         if (phase != null) {
             fields.addAll(Arrays.<Object>asList("phase", phase));
         }
