@@ -18,7 +18,7 @@ from tests.ha.harness import wait_until
 from tests.replay.cli import deliberate
 
 BENCH_TOPIC = "T_cluster_bench"
-BENCH_MESSAGES = 10000  # Apache's Producer -q: bounded, and still sending when b is killed
+BENCH_MESSAGES = 40000  # Apache's Producer -q: bounded, and still sending when b is killed (10000 ran out at 2.5k/s in CI)
 BENCH_THREADS = 4
 BENCH_MAIN = "org.apache.rocketmq.example.benchmark.Producer"
 COMPLETE = re.compile(r"\[Complete\] Send Total: (\d+) .*Send Failed: (\d+) Response Failed: (\d+)")
