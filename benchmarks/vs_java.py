@@ -14,7 +14,8 @@ at once; the order flips every cell and every repeat, so drift hits both):
 1. a fresh server on a fresh temp store and free ports: the Java NameServer then Broker
    (``NamesrvStartup``/``BrokerStartup``), or ``twistd rmqstandalone`` (both in one process);
    start-to-listening is from the first process start until the broker port accepts and the
-   NameServer serves the route of ``TBW102`` (so the broker has registered);
+   NameServer serves the route of ``TBW102`` (so the broker has registered); rmqtx's modules are
+   byte-compiled first, as ``pip install`` leaves them (Java's come compiled in their jars);
 2. topic ``VsJavaBench`` created with 8 queues, as ``mqadmin updateTopic`` does;
 3. ``org.apache.rocketmq.example.benchmark.Producer -w THREADS -s 1024`` for ``--seconds`` of its
    own run (stopped after its ``seconds/10``-th report, however slowly its JVM started).
@@ -60,6 +61,7 @@ The Java broker binds all interfaces: 4.9.8 has no bind-address setting.
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -362,6 +364,13 @@ def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
     return server
 
 
+def compile_rmqtx() -> None:
+    """Byte-compile rmqtx's modules, as ``pip install`` does: run from a checkout with stale or missing
+    ``.pyc`` files (or PYTHONDONTWRITEBYTECODE set), every start compiled ~100 modules, ~0.2 s."""
+    for sub in ("rmqtx", "twisted/plugins"):
+        compileall.compile_dir(str(REPO / sub), quiet=1)
+
+
 def start_rmqtx(flush: str, tmp: Path) -> Server:
     tmp.mkdir(parents=True, exist_ok=True)
     taken: set[int] = set()
@@ -648,6 +657,8 @@ def main() -> None:
             parser.error(f"unknown flush mode {flush}")
     KEEP, BROKER_HEAP = args.keep, args.broker_heap
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if args.only != "java":
+        compile_rmqtx()
     load = os.getloadavg()
     began = time.time()
     cmdline = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])

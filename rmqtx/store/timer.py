@@ -18,6 +18,7 @@ to the kernel); syncing to disk happens in a thread (:meth:`TimerFiles.sync`).
 
 from __future__ import annotations
 
+import errno
 import json
 import mmap
 import os
@@ -131,20 +132,48 @@ class TimerWheel:
     def count_from(self, time_ms: int) -> int:
         """Units counted in the slots of ``time_ms`` and the whole wheel after it (Java's getAllNum).
 
-        Reads only pages that hold a slot: a wheel file is sparse, most of it zero pages."""
+        Reads only the file's data extents, and of those only pages that hold a slot: a wheel file is
+        sparse, and faulting in all of its zero pages took ~0.1 s of every start."""
         start = time_ms // self.precision
         end = start + self.slots
         zero = bytes(_PAGE)
         total = 0
         with memoryview(self.mm) as view:
-            for at in range(0, len(view), _PAGE):
-                with view[at:at + _PAGE] as page:
-                    if page == zero:
-                        continue
-                    for t, _, _, num, _ in SLOT.iter_unpack(page):
-                        if start <= t < end:
-                            total += num
+            for lo, hi in self._data_extents(len(view)):
+                for at in range(lo, hi, _PAGE):
+                    with view[at:at + _PAGE] as page:
+                        if page == zero:
+                            continue
+                        for t, _, _, num, _ in SLOT.iter_unpack(page):
+                            if start <= t < end:
+                                total += num
         return total
+
+    def _data_extents(self, length: int) -> list[tuple[int, int]]:
+        """Page-aligned (start, end) ranges of the file that hold data (SEEK_DATA/SEEK_HOLE); the
+        whole file where the file system cannot tell. Pages written since are in the page cache and
+        counted as data by Linux's lseek."""
+        seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
+        if seek_data is None or seek_hole is None:
+            return [(0, length)]
+        extents: list[tuple[int, int]] = []
+        at = 0
+        try:
+            while at < length:
+                try:
+                    lo = os.lseek(self.fd, at, seek_data)
+                except OSError as exc:
+                    if exc.errno == errno.ENXIO:  # no data past ``at``
+                        break
+                    raise
+                hi = min(os.lseek(self.fd, lo, seek_hole), length)
+                lo -= lo % _PAGE
+                hi = min(-(-hi // _PAGE) * _PAGE, length)
+                extents.append((lo, hi))
+                at = hi
+        except OSError:
+            return [(0, length)]
+        return extents
 
     def sync(self) -> None:
         """fdatasync, not ``mm.flush()``: CPython's msync holds the GIL, which would stall the reactor for the

@@ -41,6 +41,27 @@ class TimerFilesTest(unittest.TestCase):
                 f.write(b"x")
             TimerWheel(path, 100)
 
+    def test_count_from_reads_only_data_extents_and_agrees_with_a_whole_file_scan(self) -> None:
+        path = os.path.join(self.root, "timerwheel")
+        wheel = TimerWheel(path, 1000)
+        now = 1_700_000_000_000
+        self.assertEqual(wheel._data_extents(SLOTS_TOTAL * 2 * 32), [])  # a fresh wheel is one hole
+        self.assertEqual(wheel.count_from(now), 0)
+        # slots far apart (separate pages, both ends of the ring), one before the read time, one a turn late
+        for offset_s, num in ((0, 3), (1, 4), (5_000, 2), (SLOTS_TOTAL * 2 - 2, 7), (-1, 100)):
+            wheel.put(now + offset_s * 1000, 52, 104, num, 0)
+        self.assertEqual(wheel.count_from(now), 3 + 4 + 2 + 7)  # written through the mapping, not yet synced
+        extents = wheel._data_extents(SLOTS_TOTAL * 2 * 32)
+        self.assertLess(sum(hi - lo for lo, hi in extents), SLOTS_TOTAL * 2 * 32 // 10)
+        wheel.sync()
+        wheel.close()
+        wheel = TimerWheel(path, 1000)
+        self.assertEqual(wheel.count_from(now), 16)
+        whole = [(0, SLOTS_TOTAL * 2 * 32)]
+        wheel._data_extents = lambda length: whole  # file systems without SEEK_DATA: the whole file
+        self.assertEqual(wheel.count_from(now), 16)
+        wheel.close()
+
     def test_log_units_blank_padding_recovery_and_last_unit(self) -> None:
         directory = os.path.join(self.root, "timerlog")
         log = TimerLog(directory, UNIT_SIZE * 3 + 20, self.pool)  # room for 3 units; the 4th goes to a new file
