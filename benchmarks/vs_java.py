@@ -550,6 +550,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
 
         out = tmp / "consumer.out"
         began = time.monotonic()
+        busy2 = machine_busy()
         consumer = spawn(client_cmd(cps, tmp, "Consumer", [],
                                     ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-g", GROUP]), out)
         samples: list[tuple[float, int]] = []  # (time, committed offsets summed over the queues)
@@ -560,6 +561,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
                 break  # drained, and Apache's Consumer has printed one line
             time.sleep(0.05)
         drained = consumer_offsets(conn)
+        consumer_cpu, busy3 = cpu_seconds([consumer.pid]), machine_busy()
         stop(consumer)
         cpu2 = cpu_seconds(server.pids())
         windows = [int(m.group(1)) for m in CONSUME_RE.finditer(out.read_text())]
@@ -578,6 +580,8 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
             "rss_mb": sampler.peak_kb / 1024, "cpu_us_per_msg": (cpu1 - cpu0) / max(backlog, 1) * 1e6,
             "consume_cpu_us_per_msg": (cpu2 - cpu1) / max(drained, 1) * 1e6,
             "consume_s": time.monotonic() - began,
+            "consumer_cpu_us_per_msg": consumer_cpu / max(drained, 1) * 1e6,
+            "drain_busy_pct": 100.0 * (busy3[0] - busy2[0]) / max(busy3[1] - busy2[1], 1),
         }
     finally:
         if sampler is not None:
@@ -609,6 +613,8 @@ METRICS = [  # key, label, format
     ("consume_cpu_us_per_msg", "server CPU per consumed message, µs", "{:.1f}"),
     ("client_cpu_us_per_msg", "Apache Producer's own CPU per sent message (same JVM both sides), µs", "{:.0f}"),
     ("machine_busy_pct", "machine CPU busy during the sends (all processes, both cores), %", "{:.0f}"),
+    ("consumer_cpu_us_per_msg", "Apache Consumer's own CPU per consumed message, its JVM start included, µs", "{:.1f}"),
+    ("drain_busy_pct", "machine CPU busy during the drain (all processes, both cores), %", "{:.0f}"),
 ]
 
 
