@@ -889,6 +889,75 @@ done:
     return out;
 }
 
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint64_t)(uint32_t)be32(p + 4));
+}
+
+/* scan_units(units, i, n, mm, mm_from, mm_wrote, max_phy, memory, count, total, max_count, max_bytes,
+ *            memory_count, disk_bytes, disk_count, tags, ext_max, messages, qofs, base)
+ *   -> (i, count, total, last_phy): the plain run of get_message's loop, see consume_queue.scan_units. */
+static PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 20) { PyErr_SetString(PyExc_TypeError, "scan_units takes 20 arguments"); return NULL; }
+    long long v[20];
+    static const int int_args[] = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 19};
+    for (size_t k = 0; k < sizeof(int_args) / sizeof(int_args[0]); k++) {
+        v[int_args[k]] = PyLong_AsLongLong(args[int_args[k]]);
+        if (v[int_args[k]] == -1 && PyErr_Occurred()) return NULL;
+    }
+    PyObject *tags = args[15], *messages = args[17], *qofs = args[18];
+    if (tags != Py_None && !PyAnySet_Check(tags)) { PyErr_SetString(PyExc_TypeError, "tags must be a set or None"); return NULL; }
+    if (!PyList_Check(messages) || !PyList_Check(qofs)) { PyErr_SetString(PyExc_TypeError, "messages and qofs must be lists"); return NULL; }
+    long long i = v[1], n = v[2], mm_from = v[4], mm_wrote = v[5], max_phy = v[6], memory = v[7];
+    long long count = v[8], total = v[9], max_count = v[10], max_bytes = v[11], memory_count = v[12];
+    long long disk_bytes = v[13], disk_count = v[14], ext_max = v[16], base = v[19], last = -1;
+    Py_buffer ub, mb;
+    if (PyObject_GetBuffer(args[0], &ub, PyBUF_SIMPLE) < 0) return NULL;
+    if (PyObject_GetBuffer(args[3], &mb, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&ub); return NULL; }
+    PyObject *result = NULL;
+    if (n > ub.len) n = ub.len;
+    if (mm_wrote > mb.len) mm_wrote = mb.len;
+    const unsigned char *u = (const unsigned char *)ub.buf, *m = (const unsigned char *)mb.buf;
+    while (i >= 0 && i + 20 <= n) {
+        long long phy = be64(u + i), size = be32(u + i + 8), tag = be64(u + i + 12);
+        if (total && count) {
+            if (count >= max_count) break;
+            if (max_phy - phy > memory) {
+                if (total + size > disk_bytes || count > disk_count) break;
+            } else if (total + size > max_bytes || count > memory_count) break;
+        }
+        if (tag <= ext_max) break;
+        if (tags != Py_None) {
+            PyObject *code = PyLong_FromLongLong(tag);
+            if (!code) goto done;
+            int hit = PySet_Contains(tags, code);
+            Py_DECREF(code);
+            if (hit < 0) goto done;
+            if (!hit) { last = phy; i += 20; continue; }
+        }
+        long long pos = phy - mm_from;
+        if (pos < 0 || size <= 0 || pos + size > mm_wrote) break;
+        PyObject *data = PyBytes_FromStringAndSize((const char *)m + pos, (Py_ssize_t)size);
+        if (!data) goto done;
+        int bad = PyList_Append(messages, data);
+        Py_DECREF(data);
+        if (bad) goto done;
+        PyObject *q = PyLong_FromLongLong(base + i / 20);
+        if (!q) goto done;
+        bad = PyList_Append(qofs, q);
+        Py_DECREF(q);
+        if (bad) goto done;
+        count++;
+        total += size;
+        last = phy;
+        i += 20;
+    }
+    result = Py_BuildValue("(LLLL)", i, count, total, last);
+done:
+    PyBuffer_Release(&mb);
+    PyBuffer_Release(&ub);
+    return result;
+}
+
 static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_XSETREF(frame_error, Py_NewRef(arg));
     Py_RETURN_NONE;
@@ -910,6 +979,7 @@ static PyMethodDef methods[] = {
     {"configure_command", (PyCFunction)(void (*)(void))configure_command, METH_FASTCALL, "Tell decode_frame_payload what to build."},
     {"join_properties", (PyCFunction)(void (*)(void))join_properties, METH_FASTCALL, "Message properties dict to its string, in a given order."},
     {"index_put_keys", (PyCFunction)(void (*)(void))index_put_keys, METH_FASTCALL, "A record's index entries into an IndexFile, and its header."},
+    {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL, "The plain run of a pull's consume-queue units: records copied out of one commit log file."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };

@@ -7,6 +7,8 @@ import struct
 from concurrent.futures import Executor, Future
 from typing import Callable
 
+from rmqtx.accel import accel
+
 from .consume_queue_ext import ConsumeQueueExt, is_ext_addr
 from .mapped_file import MappedFile, MappedFileQueue
 
@@ -15,6 +17,53 @@ log = logging.getLogger(__name__)
 UNIT = struct.Struct(">qiq")  # commit log offset, size, tag hash code
 UNIT_SIZE = 20
 _PRE_BLANK = UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int, max_phy: int, memory: int,
+                  count: int, total: int, max_count: int, max_bytes: int, memory_count: int, disk_bytes: int,
+                  disk_count: int, tags: frozenset | None, ext_max: int, messages: list, qofs: list,
+                  base: int) -> tuple[int, int, int, int]:
+    """The plain run of a pull from unit ``i``: copy each unit's record out of one commit log file
+    (``mm``, starting at store offset ``mm_from``, ``mm_wrote`` bytes written), skipping units whose
+    tags code is not in ``tags``, until the batch is full (Java's limits, as get_message applies
+    them) or a unit needs get_message's general path: an ext address (tag <= ``ext_max``), a
+    record outside ``mm`` or an empty one. Returns (next i, count, total bytes, last commit log
+    offset seen or -1); ``messages`` and ``qofs`` (queue offsets, ``base`` + unit number) grow."""
+    unpack = UNIT.unpack_from
+    last = -1
+    n = min(n, len(units))
+    mm_wrote = min(mm_wrote, len(mm))
+    while 0 <= i and i + UNIT_SIZE <= n:
+        phy, size, tag = unpack(units, i)
+        if total and count:
+            if count >= max_count:
+                break
+            if max_phy - phy > memory:
+                if total + size > disk_bytes or count > disk_count:
+                    break
+            elif total + size > max_bytes or count > memory_count:
+                break
+        if tag <= ext_max:
+            break
+        if tags is not None and tag not in tags:
+            last = phy
+            i += UNIT_SIZE
+            continue
+        pos = phy - mm_from
+        if pos < 0 or size <= 0 or pos + size > mm_wrote:
+            break
+        messages.append(mm[pos:pos + size])
+        qofs.append(base + i // UNIT_SIZE)
+        count += 1
+        total += size
+        last = phy
+        i += UNIT_SIZE
+    return i, count, total, last
+
+
+scan_units = scan_units_py
+if accel is not None:
+    scan_units = accel.scan_units  # noqa: F811
 
 
 class ConsumeQueue:

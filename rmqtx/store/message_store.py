@@ -14,7 +14,7 @@ from . import record as R
 from .checkpoint import Checkpoint
 from .commitlog import Appended, CommitLog
 from .config import StoreConfig
-from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, load_consume_queues
+from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
 from .flush import FlushService
@@ -474,7 +474,23 @@ class MessageStore:
         mf = None
         mf_from = mf_end = 0
         count = 0
+        # the plain runs go through scan_units (compiled where built); this loop takes the rest
+        tags: frozenset | None = None
+        plain = tag_filter is None and cq_filter is None
+        if tag_filter is not None and cq_filter is None and isinstance(getattr(tag_filter, "__self__", None), frozenset):
+            tags, plain = tag_filter.__self__, True  # SubscriptionData.tag_filter: a frozenset's __contains__
         while i < n:
+            if plain and mf is not None and next_file_start < 0:
+                had = count
+                i, count, total, last = scan_units(units, i, n, mf.mm, mf_from, mf.wrote, max_phy, memory, count, total,
+                                                   max_msg_nums, max_total_bytes, memory_count, disk_bytes, disk_count,
+                                                   tags, EXT_MAX_ADDR, messages, qofs, offset)
+                if last >= 0:
+                    max_pulling = last
+                if count > had:
+                    status = GetStatus.FOUND
+                if i >= n:
+                    break
             phy, size, tag = unpack(units, i)
             max_pulling = phy
             if next_file_start >= 0 and phy < next_file_start:

@@ -302,3 +302,38 @@ class SameFrameHeads(unittest.TestCase):
            st.integers(-(2**70), 2**70))
     def test_offset_msg_ids(self, ip, port, offset) -> None:
         self.assertEqual(_outcome_any(C.offset_msg_id, ip, port, offset), _outcome_any(R.offset_msg_id_py, ip, port, offset))
+
+
+@unittest.skipIf(C is None, "rmqtx._accel not built (Availability says whether it should be)")
+class SameScanResults(unittest.TestCase):
+    """A pull's plain run of consume-queue units: the same records, offsets and stopping point."""
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(st.tuples(st.integers(-50, 5000), st.integers(-5, 600), st.sampled_from([-(2**62), -5, 0, 7, 11, 2**40])),
+                    max_size=40),
+           st.integers(-20, 60), st.integers(0, 4000), st.integers(0, 6000), st.integers(0, 40), st.integers(0, 3),
+           st.integers(1, 40), st.integers(0, 20000), st.integers(0, 20), st.integers(0, 5000), st.integers(0, 10),
+           st.sampled_from([None, frozenset({7}), frozenset({7, 11, 2**40}), frozenset()]), st.integers(0, 10**6))
+    def test_scan_units(self, units, start, mm_from, mm_wrote, count, total, max_count, max_bytes, memory_count,
+                        disk_bytes, disk_count, tags, memory) -> None:
+        from rmqtx.store import consume_queue as cq
+
+        raw = b"".join(cq.UNIT.pack(phy, size, tag) for phy, size, tag in units)
+        mm = bytes(range(256)) * 20
+        outs = []
+        for fn in (C.scan_units, cq.scan_units_py):
+            messages: list = [b"before"]
+            qofs: list = [-1]
+            got = fn(raw, start * cq.UNIT_SIZE // 2, len(raw), mm, mm_from, mm_wrote, 5000, memory, count, total * 1000,
+                     max_count, max_bytes, memory_count, disk_bytes, disk_count, tags, -(2**61), messages, qofs, 100)
+            outs.append((got, messages, qofs))
+        self.assertEqual(outs[0], outs[1])
+
+    def test_bad_arguments_are_refused(self) -> None:
+        from rmqtx.store import consume_queue as cq
+
+        raw = cq.UNIT.pack(0, 10, 7)
+        for tags, messages in ((frozenset(), None), ([7], [])):
+            args = (raw, 0, 20, b"x" * 20, 0, 20, 20, 100, 0, 0, 32, 1000, 31, 1000, 7, tags, -(2**61), messages, [], 0)
+            with self.assertRaises(TypeError):
+                C.scan_units(*args)
