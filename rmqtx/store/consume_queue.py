@@ -19,6 +19,17 @@ UNIT_SIZE = 20
 _PRE_BLANK = UNIT.pack(0, 0x7FFFFFFF, 0)
 
 
+def batch_full(count: int, total: int, size: int, on_disk: bool, max_count: int, max_bytes: int,
+               memory_count: int, disk_bytes: int, disk_count: int) -> bool:
+    """Java's isTheBatchFull for a batch holding ``count`` records of ``total`` bytes, before one
+    more of ``size``: message counts and bytes are limited less for records still in memory."""
+    if count >= max_count:
+        return True
+    if on_disk:
+        return total + size > disk_bytes or count > disk_count
+    return total + size > max_bytes or count > memory_count
+
+
 def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int, max_phy: int, memory: int,
                   count: int, total: int, max_count: int, max_bytes: int, memory_count: int, disk_bytes: int,
                   disk_count: int, tags: frozenset | None, ext_max: int, messages: list, qofs: list,
@@ -35,14 +46,9 @@ def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int,
     mm_wrote = min(mm_wrote, len(mm))
     while 0 <= i and i + UNIT_SIZE <= n:
         phy, size, tag = unpack(units, i)
-        if total and count:
-            if count >= max_count:
-                break
-            if max_phy - phy > memory:
-                if total + size > disk_bytes or count > disk_count:
-                    break
-            elif total + size > max_bytes or count > memory_count:
-                break
+        if total and count and batch_full(count, total, size, max_phy - phy > memory, max_count, max_bytes,
+                                          memory_count, disk_bytes, disk_count):
+            break
         if tag <= ext_max:
             break
         if tags is not None and tag not in tags:

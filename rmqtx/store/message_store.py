@@ -14,7 +14,7 @@ from . import record as R
 from .checkpoint import Checkpoint
 from .commitlog import Appended, CommitLog
 from .config import StoreConfig
-from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, load_consume_queues, scan_units
+from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_full, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
 from .flush import FlushService
@@ -496,14 +496,9 @@ class MessageStore:
             if next_file_start >= 0 and phy < next_file_start:
                 i += UNIT_SIZE
                 continue
-            if total and count:  # _batch_full, inline
-                if count >= max_msg_nums:
-                    break
-                if max_phy - phy > memory:
-                    if total + size > disk_bytes or count > disk_count:
-                        break
-                elif total + size > max_total_bytes or count > memory_count:
-                    break
+            if total and count and batch_full(count, total, size, max_phy - phy > memory, max_msg_nums, max_total_bytes,
+                                              memory_count, disk_bytes, disk_count):
+                break
             if tag > EXT_MAX_ADDR:
                 ext = None
             elif ext_q is None:  # written with ext on, read with it off: the tags code is unknown
