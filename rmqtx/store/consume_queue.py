@@ -46,9 +46,14 @@ def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int,
     mm_wrote = min(mm_wrote, len(mm))
     while 0 <= i and i + UNIT_SIZE <= n:
         phy, size, tag = unpack(units, i)
-        if total and count and batch_full(count, total, size, max_phy - phy > memory, max_count, max_bytes,
-                                          memory_count, disk_bytes, disk_count):
-            break
+        if total and count:  # batch_full, inline: this loop is the pure-Python pull's per-message path
+            if count >= max_count:
+                break
+            if max_phy - phy > memory:
+                if total + size > disk_bytes or count > disk_count:
+                    break
+            elif total + size > max_bytes or count > memory_count:
+                break
         if tag <= ext_max:
             break
         if tags is not None and tag not in tags:

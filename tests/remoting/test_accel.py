@@ -17,6 +17,7 @@ from rmqtx.common import javacompat, message
 from rmqtx.remoting import headers, serializer
 from rmqtx.remoting.codes import SerializeType
 from rmqtx.remoting.command import RemotingCommand
+from rmqtx.store import consume_queue as cq
 from rmqtx.store import index
 from rmqtx.store import record as R
 from tests.fixtures import java_frames
@@ -316,8 +317,6 @@ class SameScanResults(unittest.TestCase):
            st.sampled_from([None, frozenset({7}), frozenset({7, 11, 2**40}), frozenset()]), st.integers(0, 10**6))
     def test_scan_units(self, units, start, mm_from, mm_wrote, count, total, max_count, max_bytes, memory_count,
                         disk_bytes, disk_count, tags, memory) -> None:
-        from rmqtx.store import consume_queue as cq
-
         raw = b"".join(cq.UNIT.pack(phy, size, tag) for phy, size, tag in units)
         mm = bytes(range(256)) * 20
         outs = []
@@ -330,8 +329,6 @@ class SameScanResults(unittest.TestCase):
         self.assertEqual(outs[0], outs[1])
 
     def test_bad_arguments_are_refused(self) -> None:
-        from rmqtx.store import consume_queue as cq
-
         raw = cq.UNIT.pack(0, 10, 7)
         for tags, messages in ((frozenset(), None), ([7], [])):
             args = (raw, 0, 20, b"x" * 20, 0, 20, 20, 100, 0, 0, 32, 1000, 31, 1000, 7, tags, -(2**61), messages, [], 0)
