@@ -77,6 +77,9 @@ def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log
         reason = f"driver exited {run.returncode}: {stderr}"
     elif reason and not run.events and stderr:
         reason = f"{reason} ({stderr})"
+    notes = [str(e.get("note")) for e in run.events if e["kind"] == "note"]
+    if reason and notes:  # what the driver saw of its own clients when the deliveries did not come
+        reason = f"{reason} [{'; '.join(notes)}]"
     return Cell("FAIL" if reason else "PASS", reason or "", time.monotonic() - started)
 
 

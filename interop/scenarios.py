@@ -44,7 +44,10 @@ SETTLE = 3.0  # seconds for consumers of a group to rebalance before messages ar
 #: built just before the first rebalance gives the subscription a new subVersion, and it holds the lock
 #: the rebalance's own heartbeat then fails to take; that member's pulls carry a subVersion the broker
 #: has not seen and get SUBSCRIPTION_NOT_LATEST (Apache's brokers answer the same) until the next
-#: heartbeat, heartbeatBrokerInterval (30 s) later. Seen in rmqtx's request log; nothing is lost.
+#: heartbeat, heartbeatBrokerInterval (30 s) later. Seen in rmqtx's request log; nothing is lost. The
+#: 5.x client also skips its start-up rebalance when that heartbeat holds the lock as the consumer starts;
+#: its first rebalance then comes with the rebalance timer, 20 s later. Either can hit a lone consumer
+#: too: the Java driver raises shorter waits (interop/drivers/java.py, START_RACE_S).
 GROUP_WAIT = 30.0 + 15.0
 
 

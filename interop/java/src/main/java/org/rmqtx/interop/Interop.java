@@ -31,6 +31,7 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
+import org.apache.rocketmq.client.impl.consumer.ProcessQueue;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.LocalTransactionState;
 import org.apache.rocketmq.client.producer.MessageQueueSelector;
@@ -459,6 +460,32 @@ public final class Interop {
             }, seconds);
         }
 
+        /**
+         * {@link Interop#until} that, when the deliveries do not come in time, emits a {@code note} event with
+         * what each member held: no queue means no rebalance yet, queues with no pull mean refused pulls.
+         */
+        boolean await(Condition condition, double seconds) throws Exception {
+            long started = System.currentTimeMillis();
+            if (until(condition, seconds)) {
+                return true;
+            }
+            StringBuilder state = new StringBuilder();
+            for (int i = 0; i < consumers.size(); i++) {
+                Map<MessageQueue, ProcessQueue> held = consumers.get(i).getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable();
+                long pulled = 0;
+                long lastPull = 0;
+                for (ProcessQueue q : held.values()) {
+                    pulled += q.getMsgCount().get();
+                    lastPull = Math.max(lastPull, q.getLastPullTimestamp());
+                }
+                state.append(i == 0 ? "" : "; ").append("member ").append(i).append(" held ").append(held.size())
+                     .append(" queue(s), ").append(pulled).append(" message(s) not yet consumed, last pull ")
+                     .append(lastPull == 0 ? "never" : String.format("%.1f s into the wait", (lastPull - started) / 1000.0));
+            }
+            emit("note", "note", String.format("after %.0f s: %s", seconds, state));
+            return false;
+        }
+
         void stop() {
             for (DefaultMQPushConsumer c : consumers) {
                 c.shutdown();
@@ -527,7 +554,7 @@ public final class Interop {
         final Members members = new Members();
         members.start();
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 0), num("wait"));
+        members.await(() -> members.has(want, null, 0), num("wait"));
         members.stop();
         producer.shutdown();
     }
@@ -549,7 +576,7 @@ public final class Interop {
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> want = bodies(p.containsKey("expect") ? "expect" : "messages");
-        until(() -> {
+        members.await(() -> {
             if (!broadcast) {
                 return members.has(want, null, 0);
             }
@@ -572,7 +599,7 @@ public final class Interop {
         DefaultMQProducer producer = producer();
         sendSharded(producer);
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 0), num("wait"));
+        members.await(() -> members.has(want, null, 0), num("wait"));
         members.stop();
         producer.shutdown();
     }
@@ -602,7 +629,7 @@ public final class Interop {
             longest = Math.max(longest, level(((Number) spec.get("delay")).intValue()));
         }
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 0), num("wait") + longest);
+        members.await(() -> members.has(want, null, 0), num("wait") + longest);
         members.stop();
         producer.shutdown();
     }
@@ -626,7 +653,7 @@ public final class Interop {
             }
         }
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 0), num("wait") + longest);
+        members.await(() -> members.has(want, null, 0), num("wait") + longest);
         members.stop();
         producer.shutdown();
     }
@@ -650,7 +677,7 @@ public final class Interop {
         final Members members = new Members(1, false, false, m -> m.getReconsumeTimes() == 0, 16);
         members.start();
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 1), num("wait"));
+        members.await(() -> members.has(want, null, 1), num("wait"));
         members.stop();
         producer.shutdown();
     }
@@ -668,7 +695,7 @@ public final class Interop {
         members.start();
         final List<String> want = bodies("messages");
         final List<String> again = bodies("fail_once");
-        until(() -> members.has(want, null, 0) && members.has(again, null, 1), num("wait"));
+        members.await(() -> members.has(want, null, 0) && members.has(again, null, 1), num("wait"));
         sleep(num("linger"));
         members.stop();
         producer.shutdown();
@@ -682,7 +709,7 @@ public final class Interop {
         final Members members = new Members(1, false, false, m -> true, limit);
         members.start();
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, limit), num("wait"));
+        members.await(() -> members.has(want, null, limit), num("wait"));
         sleep(num("linger"));
         members.stop();
         producer.shutdown();
@@ -732,7 +759,7 @@ public final class Interop {
             sent(spec, at, producer.sendMessageInTransaction(message(spec), null));
         }
         final List<String> committed = want;
-        until(() -> members.has(committed, null, 0), num("wait"));
+        members.await(() -> members.has(committed, null, 0), num("wait"));
         sleep(num("linger"));
         members.stop();
         producer.shutdown();
@@ -858,7 +885,7 @@ public final class Interop {
         final Members members = new Members();
         members.start();
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, 0), num("wait"));
+        members.await(() -> members.has(want, null, 0), num("wait"));
         members.stop(); // persists the offsets
         producer.shutdown();
         DefaultMQAdminExt admin = admin();
@@ -993,13 +1020,13 @@ public final class Interop {
         final Members members = new Members(1, false, false, m -> true, limit);
         members.start();
         final List<String> want = bodies("messages");
-        until(() -> members.has(want, null, limit), num("wait"));
+        members.await(() -> members.has(want, null, limit), num("wait"));
         sleep(num("linger"));
         members.stop();
         producer.shutdown();
         final Members reader = new Members(str("group") + "_dlq", "%DLQ%" + str("group"), 1, 1, false, false, m -> false, 16);
         reader.start();
-        until(() -> reader.has(want, 1, 0), num("wait"));
+        reader.await(() -> reader.has(want, 1, 0), num("wait"));
         reader.stop();
     }
 
@@ -1010,14 +1037,14 @@ public final class Interop {
         DefaultMQProducer producer = producer();
         sendAll(producer, "sync");
         final List<String> first = bodies("messages");
-        until(() -> before.has(first, 0, 0), num("wait"));
+        before.await(() -> before.has(first, 0, 0), num("wait"));
         sleep(num("linger"));
         before.stop();
         sendAll(producer, "sync", "later");
         final Members after = new Members(str("group"), str("topic"), 1, 1, false, false, m -> false, 16);
         after.start();
         final List<String> later = bodies("later");
-        until(() -> after.has(later, 1, 0), num("wait"));
+        after.await(() -> after.has(later, 1, 0), num("wait"));
         sleep(num("linger"));
         after.stop();
         producer.shutdown();
