@@ -429,6 +429,30 @@ static PyObject *parse_properties(PyObject *self, PyObject *arg) {
     return out;
 }
 
+/* One IndexFile entry at `count`: the 20-byte entry (hash, offset, seconds since begin_ts, the slot's
+ * previous entry) and the slot pointed at it. *prev gets the slot's previous entry (0: none); -1 when
+ * the entry or its slot lies outside the buffer. */
+static int index_entry_write(unsigned char *b, Py_ssize_t len, long long slot_num, long long count, long long begin_ts,
+                     long long key_hash, long long phy, long long ts, long long *prev) {
+    long long slot = key_hash % slot_num;
+    if (slot < 0) slot += slot_num;  /* Python's modulo */
+    long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
+    if (slot_pos + 4 > len || entry_pos + 20 > len) return -1;
+    long long p = be32(b + slot_pos);
+    if (p <= 0 || p > count) p = 0;
+    long long diff = 0;
+    if (begin_ts > 0) {
+        long long d = ts - begin_ts;
+        diff = d >= 0 ? d / 1000 : -((-d + 999) / 1000);  /* floor division, as Python's // */
+        diff = diff > 0x7FFFFFFF ? 0x7FFFFFFF : diff < 0 ? 0 : diff;
+    }
+    unsigned char *e = b + entry_pos;
+    put32(e, (uint32_t)key_hash); put64(e + 4, (uint64_t)phy); put32(e + 12, (uint32_t)diff); put32(e + 16, (uint32_t)p);
+    put32(b + slot_pos, (uint32_t)count);
+    *prev = p;
+    return 0;
+}
+
 /* index_put(buf, slot_num, index_num, count, begin_ts, key_hash, phy, store_ts) -> prev entry of the
  * slot (0: none), or -1 when the file is full; writes the 20-byte entry and points the slot at it. */
 static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
@@ -443,27 +467,13 @@ static PyObject *index_put(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if (slot_num <= 0 || count < 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); return NULL; }
     Py_buffer buf;
     if (PyObject_GetBuffer(args[0], &buf, PyBUF_WRITABLE) < 0) return NULL;
-    long long slot = key_hash % slot_num;
-    if (slot < 0) slot += slot_num;  /* Python's modulo */
-    long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
-    if (slot_pos + 4 > buf.len || entry_pos + 20 > buf.len) {
-        PyBuffer_Release(&buf);
+    long long prev;
+    int outside = index_entry_write(buf.buf, buf.len, slot_num, count, begin_ts, key_hash, phy, ts, &prev);
+    PyBuffer_Release(&buf);
+    if (outside) {
         PyErr_SetString(PyExc_ValueError, "index entry outside the file");
         return NULL;
     }
-    unsigned char *b = buf.buf;
-    long long prev = be32(b + slot_pos);
-    if (prev <= 0 || prev > count) prev = 0;
-    long long diff = 0;
-    if (begin_ts > 0) {
-        long long d = ts - begin_ts;
-        diff = d >= 0 ? d / 1000 : -((-d + 999) / 1000);  /* floor division, as Python's // */
-        diff = diff > 0x7FFFFFFF ? 0x7FFFFFFF : diff < 0 ? 0 : diff;
-    }
-    unsigned char *e = b + entry_pos;
-    put32(e, (uint32_t)key_hash); put64(e + 4, (uint64_t)phy); put32(e + 12, (uint32_t)diff); put32(e + 16, (uint32_t)prev);
-    put32(b + slot_pos, (uint32_t)count);
-    PyBuffer_Release(&buf);
     return PyLong_FromLongLong(prev);
 }
 
@@ -537,25 +547,12 @@ static PyObject *index_put_keys(PyObject *self, PyObject *const *args, Py_ssize_
         long long count = v[I_INDEX_COUNT], begin_ts = v[I_BEGIN_TS];
         if (count >= index_num) { full = 1; break; }
         if (count < 0) { PyErr_SetString(PyExc_ValueError, "bad index arguments"); failed = 1; goto write_back; }
-        long long slot = key_hash % slot_num;
-        long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
-        if (slot_pos + 4 > buf.len || entry_pos + 20 > buf.len) {
+        long long prev;
+        if (index_entry_write(buf.buf, buf.len, slot_num, count, begin_ts, key_hash, phy, ts, &prev) < 0) {
             PyErr_SetString(PyExc_ValueError, "index entry outside the file");
             failed = 1;
             goto write_back;
         }
-        unsigned char *b = buf.buf;
-        long long prev = be32(b + slot_pos);
-        if (prev <= 0 || prev > count) prev = 0;
-        long long diff = 0;
-        if (begin_ts > 0) {
-            long long d = ts - begin_ts;
-            diff = d >= 0 ? d / 1000 : -((-d + 999) / 1000);
-            diff = diff > 0x7FFFFFFF ? 0x7FFFFFFF : diff < 0 ? 0 : diff;
-        }
-        unsigned char *e = b + entry_pos;
-        put32(e, (uint32_t)key_hash); put64(e + 4, (uint64_t)phy); put32(e + 12, (uint32_t)diff); put32(e + 16, (uint32_t)prev);
-        put32(b + slot_pos, (uint32_t)count);
         if (count <= 1) { v[I_BEGIN_PHY] = phy; v[I_BEGIN_TS] = ts; }
         if (prev == 0) v[I_SLOT_COUNT]++;
         v[I_INDEX_COUNT] = count + 1;
