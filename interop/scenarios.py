@@ -20,6 +20,8 @@ What every driver does, whatever the op (the op-specific parts are in each build
   value or null, for every property name any spec in ``messages`` carries) when some spec has props;
   ``stored_at`` (the message's store timestamp, epoch seconds of the broker's clock) when the client has it.
 * ``error`` events: ``error`` (text) for anything that went wrong; any error fails the cell.
+* ``note`` events: ``note`` (text), what a driver saw of its own clients when deliveries did not come in
+  time (the Java driver: each member's queues and last pull); the runner adds them to a FAIL's text.
 * ``acl`` (``access_key``, ``secret_key``; null or absent: no credentials) and ``tls`` (bool): every
   client of the cell signs its requests with these keys as Java's ``AclClientRPCHook`` does, and
   connects with TLS (interop/modes.py sets them per mode; some scenarios set their own).
