@@ -4,7 +4,8 @@ They feed what brokerStatus, clusterList and statsAll read: the minute/hour/day 
 VIEW_BROKER_STATS_DATA, the 10/60/600 s rates of the runtime info, and the totals at the last two
 local midnights. Like Java's StatsItem, each counter keeps a bounded number of buckets: per minute
 for the last hour and per hour for the last day, plus per second for the last 600 s where rates are
-wanted, so thousands of topic@group items stay small.
+wanted or per ten seconds otherwise (Java samples its minute figures every 10 s), so thousands of
+topic@group items stay small and a minute's window slides instead of restarting at each minute.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ GROUP_GET_SIZE = "GROUP_GET_SIZE"
 BROKER_GET_NUMS = "BROKER_GET_NUMS"
 RATE_WINDOWS_S = (10, 60, 600)
 KEEP_SECONDS = 600
+TEN_S = 10
+KEEP_TENS = KEEP_SECONDS // TEN_S
 KEEP_MINUTES = 60
 KEEP_HOURS = 25
 
@@ -39,12 +42,13 @@ def _midnight_after(day: int) -> float:
 
 
 class Counter:
-    """A running total with per-second (optional), per-minute and per-hour buckets."""
+    """A running total with per-second (or per-ten-second), per-minute and per-hour buckets."""
 
     def __init__(self, clock: Callable[[], float], per_second: bool = False) -> None:
         self.clock = clock
         self.total = 0
         self._seconds: dict[int, int] | None = {} if per_second else None
+        self._tens: dict[int, int] | None = None if per_second else {}
         self._minutes: dict[int, int] = {}
         self._hours: dict[int, int] = {}
         # counts of the current second are summed here and put in the buckets once it is over
@@ -73,16 +77,20 @@ class Counter:
             at = self._pending_second
             if self._seconds is not None:
                 _add(self._seconds, at, n, KEEP_SECONDS)
+            elif self._tens is not None:
+                _add(self._tens, at // TEN_S, n, KEEP_TENS)
             _add(self._minutes, at // 60, n, KEEP_MINUTES)
             _add(self._hours, at // 3600, n, KEEP_HOURS)
 
     def sum_last(self, seconds: int) -> int:
-        """Counts of the last ``seconds``: to the second (when kept) within 600 s, the minute within an
+        """Counts of the last ``seconds``: to the second (or ten) within 600 s, the minute within an
         hour, the hour beyond."""
         self._settle()
         now = self.clock()
         if self._seconds is not None and seconds <= KEEP_SECONDS:
             buckets, width = self._seconds, 1
+        elif self._tens is not None and seconds <= KEEP_SECONDS:
+            buckets, width = self._tens, TEN_S
         elif seconds <= KEEP_MINUTES * 60:
             buckets, width = self._minutes, 60
         else:

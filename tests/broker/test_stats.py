@@ -39,6 +39,16 @@ class BrokerStatsTest(unittest.TestCase):
         self.assertEqual(self.stats.broker_puts.rates(), "0.0 0.0 0.0")
         self.assertEqual(self.stats.item(TOPIC_PUT_NUMS, "T", "C").snapshot(1440)["sum"], 5)
 
+    def test_a_topics_minute_slides_past_the_minute_boundary(self) -> None:
+        """The Prometheus TPS read 0 in CI when its sends fell late in a minute and the scrape came after it."""
+        self.clock.at(datetime(2026, 3, 10, 10, 0, 55))
+        for n in range(1, 4):
+            self.put("T", 0, n)
+        self.clock.now += 10  # 10:01:05
+        self.assertEqual(self.stats.item(TOPIC_PUT_NUMS, "T", "C").snapshot(1)["sum"], 3)
+        self.clock.now += 50  # 10:01:55: the puts' ten seconds have left the window
+        self.assertEqual(self.stats.item(TOPIC_PUT_NUMS, "T", "C").snapshot(1)["sum"], 0)
+
     def test_gets_by_group_and_broker(self) -> None:
         self.stats.on_get("T", "G", 3, 300)
         self.stats.on_get("T", "G", 0, 0)
@@ -77,6 +87,7 @@ class BrokerStatsTest(unittest.TestCase):
         self.assertLessEqual(len(key_counter._minutes), 2 * 60)
         self.assertLessEqual(len(key_counter._hours), 2 * 25)
         self.assertIsNone(key_counter._seconds)  # per-key items keep no per-second buckets
+        self.assertLessEqual(len(key_counter._tens), 2 * 60)
         self.assertLessEqual(len(self.stats.gets_transferred._seconds), 2 * 600)
         self.assertEqual(key_counter.snapshot(1)["sum"], 2)
         self.assertEqual(key_counter.snapshot(60)["sum"], 120)
