@@ -127,6 +127,8 @@ class MQAdmin:
         self.home = Path(self._home.name)
         (self.home / "conf").mkdir()
         (self.home / "tmp").mkdir()
+        # made here, not by the JVMs: two started together race on mkdirs and the loser prints "RocketMQLog:ERROR"
+        (self.home / "logs").mkdir()
         (self.home / "conf" / "logback_tools.xml").write_text(LOGBACK)
 
     def close(self) -> None:
