@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 from interop.modes import Mode
+from interop.ports import free_port
 from interop.probe import Access, Probe
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,12 +24,6 @@ REPO = Path(__file__).resolve().parents[1]
 LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 MATRIX_CONF = {"messageDelayLevel": LEVELS, "enablePropertyFilter": "true", "transactionCheckInterval": "2000",
                "transactionTimeOut": "3000", "recallMessageEnable": "true"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Standalone:

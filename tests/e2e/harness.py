@@ -13,17 +13,12 @@ import threading
 import time
 from pathlib import Path
 
+from interop.ports import free_port
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def call(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
