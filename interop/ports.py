@@ -5,8 +5,9 @@ from __future__ import annotations
 import socket
 import threading
 
-#: A broker binds its listen port, listenPort - 2 (the fast port) and listenPort + 1 (HA).
-NEIGHBOURS = 2
+#: A broker binds listenPort - 2 (the fast port) up to listenPort + 1 (HA), so two brokers' ports
+#: must be more than 3 apart for neither to bind one of the other's.
+NEIGHBOURS = 3
 _given: set[int] = set()
 _lock = threading.Lock()
 
