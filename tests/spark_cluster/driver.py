@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,14 +23,26 @@ def session(master: str):
         "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
         "spark.executor.memory": "512m", "spark.executor.cores": "1", "spark.cores.max": "2",
         "spark.sql.shuffle.partitions": "2", "spark.pyspark.python": sys.executable,
+        # jobs wait until both executors have registered (they register after the session starts)
+        "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+        "spark.scheduler.maxRegisteredResourcesWaitingTime": "120s",
         "spark.executorEnv.PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
         "spark.executorEnv.RMQTX_PURE_PYTHON": os.environ.get("RMQTX_PURE_PYTHON", ""),
     })
 
 
-def executors(spark) -> int:
-    """Executors registered with the driver (the driver itself not counted)."""
-    return spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+def executors(spark, want: int = 2, timeout: float = 120) -> int:
+    """Executors registered with the driver (the driver not counted), once `want` have or on timeout.
+
+    Executors register some seconds after the session starts; on a loaded machine one may still be
+    on its way when the session is ready.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        count = spark.sparkContext._jsc.sc().getExecutorMemoryStatus().size() - 1
+        if count >= want or time.monotonic() > deadline:
+            return count
+        time.sleep(0.2)
 
 
 def batch(spark, namesrv: str, topic: str) -> dict:
