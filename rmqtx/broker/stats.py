@@ -23,7 +23,6 @@ BROKER_GET_NUMS = "BROKER_GET_NUMS"
 RATE_WINDOWS_S = (10, 60, 600)
 KEEP_SECONDS = 600
 TEN_S = 10
-KEEP_TENS = KEEP_SECONDS // TEN_S
 KEEP_MINUTES = 60
 KEEP_HOURS = 25
 
@@ -47,8 +46,9 @@ class Counter:
     def __init__(self, clock: Callable[[], float], per_second: bool = False) -> None:
         self.clock = clock
         self.total = 0
-        self._seconds: dict[int, int] | None = {} if per_second else None
-        self._tens: dict[int, int] | None = None if per_second else {}
+        # the finest buckets: one per second for broker-wide counters, one per ten seconds per key
+        self._fine_width = 1 if per_second else TEN_S
+        self._fine: dict[int, int] = {}
         self._minutes: dict[int, int] = {}
         self._hours: dict[int, int] = {}
         # counts of the current second are summed here and put in the buckets once it is over
@@ -75,10 +75,7 @@ class Counter:
         if n:
             self._pending = 0
             at = self._pending_second
-            if self._seconds is not None:
-                _add(self._seconds, at, n, KEEP_SECONDS)
-            elif self._tens is not None:
-                _add(self._tens, at // TEN_S, n, KEEP_TENS)
+            _add(self._fine, at // self._fine_width, n, KEEP_SECONDS // self._fine_width)
             _add(self._minutes, at // 60, n, KEEP_MINUTES)
             _add(self._hours, at // 3600, n, KEEP_HOURS)
 
@@ -87,10 +84,8 @@ class Counter:
         hour, the hour beyond."""
         self._settle()
         now = self.clock()
-        if self._seconds is not None and seconds <= KEEP_SECONDS:
-            buckets, width = self._seconds, 1
-        elif self._tens is not None and seconds <= KEEP_SECONDS:
-            buckets, width = self._tens, TEN_S
+        if seconds <= KEEP_SECONDS:
+            buckets, width = self._fine, self._fine_width
         elif seconds <= KEEP_MINUTES * 60:
             buckets, width = self._minutes, 60
         else:

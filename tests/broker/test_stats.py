@@ -86,9 +86,10 @@ class BrokerStatsTest(unittest.TestCase):
             key_counter = self.stats.item(GROUP_GET_NUMS, "T@G", "C")
         self.assertLessEqual(len(key_counter._minutes), 2 * 60)
         self.assertLessEqual(len(key_counter._hours), 2 * 25)
-        self.assertIsNone(key_counter._seconds)  # per-key items keep no per-second buckets
-        self.assertLessEqual(len(key_counter._tens), 2 * 60)
-        self.assertLessEqual(len(self.stats.gets_transferred._seconds), 2 * 600)
+        self.assertEqual(key_counter._fine_width, 10)  # per-key items keep no per-second buckets
+        self.assertLessEqual(len(key_counter._fine), 2 * 60)
+        self.assertEqual(self.stats.gets_transferred._fine_width, 1)
+        self.assertLessEqual(len(self.stats.gets_transferred._fine), 2 * 600)
         self.assertEqual(key_counter.snapshot(1)["sum"], 2)
         self.assertEqual(key_counter.snapshot(60)["sum"], 120)
         day = key_counter.snapshot(1440)["sum"]
