@@ -433,7 +433,7 @@ static PyObject *parse_properties(PyObject *self, PyObject *arg) {
  * previous entry) and the slot pointed at it. *prev gets the slot's previous entry (0: none); -1 when
  * the entry or its slot lies outside the buffer. */
 static int index_entry_write(unsigned char *b, Py_ssize_t len, long long slot_num, long long count, long long begin_ts,
-                     long long key_hash, long long phy, long long ts, long long *prev) {
+                             long long key_hash, long long phy, long long ts, long long *prev) {
     long long slot = key_hash % slot_num;
     if (slot < 0) slot += slot_num;  /* Python's modulo */
     long long slot_pos = 40 + slot * 4, entry_pos = 40 + slot_num * 4 + count * 20;
