@@ -67,6 +67,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -177,9 +178,15 @@ def java_classpaths() -> dict[str, str]:
     cache.mkdir(parents=True, exist_ok=True)
     src = cache / f"rocketmq-all-{VERSION}"
     if not (src / "pom.xml").exists():
+        # the plugin skips a zip its marker says is unpacked: the markers live in the cache beside what they
+        # describe, and are dropped whenever the unpacked tree is not there (a half-made or cleaned cache)
+        markers = cache / "markers"
+        shutil.rmtree(markers, ignore_errors=True)
         log(f"fetching rocketmq-all-{VERSION}-source-release.zip with Maven")
         subprocess.run(["mvn", "-q", "-B", "-f", str(POM), f"{DEP_PLUGIN}:unpack-dependencies", "-DincludeTypes=zip",
-                        f"-DoutputDirectory={cache}"], check=True)
+                        f"-DoutputDirectory={cache}", f"-DmarkersDirectory={markers}"], check=True)
+        if not (src / "pom.xml").exists():
+            raise RuntimeError(f"unpacking the {VERSION} source release left no {src / 'pom.xml'}")
     log(f"building the {VERSION} broker, NameServer and example jars (once, ~2 min)")
     subprocess.run(["mvn", *MVN_BUILD_FLAGS, "-f", str(src / "pom.xml"), "-pl", "broker,namesrv,example", "-am",
                     "package", f"{DEP_PLUGIN}:build-classpath", "-Dmdep.outputFile=runtime-classpath.txt",
