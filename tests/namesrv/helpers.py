@@ -6,7 +6,6 @@ import json
 import os
 import struct
 import tempfile
-from pathlib import Path
 from typing import Iterator
 
 from twisted.internet import defer, endpoints, protocol, reactor
@@ -14,8 +13,8 @@ from twisted.internet import defer, endpoints, protocol, reactor
 from rmqtx.namesrv.config import NamesrvConfig
 from rmqtx.namesrv.service import NamesrvService
 from rmqtx.remoting import RemotingCommand, decode_frame, encode_frame
+from tests.fixtures import FIXTURES
 
-FIXTURES = Path(os.environ.get("RMQTX_FIXTURES", Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"))
 
 
 def records(name: str) -> Iterator[dict]:

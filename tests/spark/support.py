@@ -12,9 +12,9 @@ from pathlib import Path
 from rmqtx.spark.session import JavaNotFoundError, find_java
 from rmqtx.store import MessageStore, MessageToStore, StoreConfig
 from rmqtx.store.record import properties_to_string
+from tests.fixtures import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(os.environ.get("RMQTX_FIXTURES") or REPO.parent / "shared" / "fixtures")
 BASE_MS = 1_795_000_000_000
 
 

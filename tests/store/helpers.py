@@ -9,8 +9,8 @@ from pathlib import Path
 
 from rmqtx.store import MessageStore, MessageToStore, StoreConfig
 from rmqtx.store.record import properties_to_string
+from tests.fixtures import FIXTURES
 
-FIXTURES = Path(os.environ.get("RMQTX_FIXTURES") or Path(__file__).resolve().parents[2].parent / "shared" / "fixtures")
 REPO = Path(__file__).resolve().parents[2]
 
 
