@@ -1,10 +1,13 @@
 """Start-up failures an operator can fix (a taken port, a missing file, a locked or read-only store).
 
-They end ``twistd`` with one line on stderr and exit status 1 instead of a Python traceback.
+They end ``twistd`` with one line on stderr and exit status 1 instead of a Python traceback. Any other
+error that escapes start-up is said in one line too, naming its type; ``RMQTX_TRACEBACK=1`` brings
+the traceback back for a developer.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from types import TracebackType
 
@@ -30,8 +33,25 @@ def os_failure(what: str, error: OSError) -> StartupError:
     return StartupError(f"{what}: {error.strerror or error}{where}")
 
 
+def missing_extra(feature: str, extra: str, error: ImportError) -> StartupError:
+    """A setting that needs an optional dependency the install lacks, with the command that adds it."""
+    return StartupError(f"{feature} needs the {extra!r} extra: pip install 'rmqtx[{extra}]' ({error})")
+
+
+def one_line(kind: type[BaseException], value: BaseException) -> StartupError:
+    """Any error that ended start-up, as a StartupError; one not foreseen names its type."""
+    if isinstance(value, StartupError):
+        return value
+    if isinstance(value, ModuleNotFoundError):
+        return StartupError(f"a module is missing: {value} (is rmqtx installed with its extras?)")
+    if isinstance(value, OSError):
+        return os_failure(kind.__name__, value)
+    text = str(value).strip().splitlines()
+    return StartupError(f"{kind.__name__}: {text[0] if text else 'no message'} (RMQTX_TRACEBACK=1 shows where)")
+
+
 def install_hook() -> None:
-    """Print a StartupError that ends twistd as one line on the real stderr; other errors keep their traceback.
+    """Print the error that ends twistd's start-up as one line on the real stderr (see the module's note).
 
     twistd removes its pid file on the way out and Python exits with status 1, as for any uncaught error.
     """
@@ -40,9 +60,10 @@ def install_hook() -> None:
     previous = sys.excepthook
 
     def hook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
-        if not isinstance(value, StartupError):
+        if isinstance(value, (KeyboardInterrupt, SystemExit)) or os.environ.get("RMQTX_TRACEBACK") == "1":
             previous(kind, value, tb)
             return
+        value = one_line(kind, value)
         stream = sys.__stderr__ or sys.stderr
         if sys.stderr is not stream:  # twistd's log has taken stderr over: put the line in the log too
             log.critical("cannot start: {reason}", reason=str(value))

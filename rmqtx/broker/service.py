@@ -32,7 +32,7 @@ from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory, batch_writes
 from rmqtx.remoting.tls import TlsClientSettings, listening_factory
-from rmqtx.startup import StartupError, listen_failure, os_failure
+from rmqtx.startup import StartupError, listen_failure, missing_extra, os_failure
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.mapped_file import StoreError
 from rmqtx.store.message_store import MessageStore
@@ -159,7 +159,12 @@ class BrokerService(service.Service):
         ctx.transactions.load()
         ctx.filters.load()
         if self.acl is not None:
-            self.acl.load()
+            from rmqtx.acl.plain import AclConfigError
+
+            try:
+                self.acl.load()
+            except AclConfigError as e:  # refused as Java refuses it, said in one line
+                raise StartupError(f"the ACL file {self.acl.path}: {e}") from None
             self.acl.start()
             self.dispatcher.guard = self.acl.guard
         ephemeral = self.config.listenPort == 0
@@ -213,8 +218,19 @@ class BrokerService(service.Service):
         port = (self.config.properties.get("grpcPort") or "").strip()
         if not port:
             return
-        from rmqtx.grpc.server import GrpcEndpoint
+        if not port.isdigit():
+            raise StartupError(f"grpcPort={port!r} is not a port number")
+        try:
+            import grpc  # noqa: F401  (the 'grpc' extra: grpcio and protobuf)
 
+            from rmqtx.grpc.server import GrpcEndpoint
+            from rmqtx.grpc.stubs import StubsMissing, find_stubs_dir
+        except ImportError as e:
+            raise missing_extra("grpcPort", "grpc", e) from None
+        try:
+            find_stubs_dir()
+        except StubsMissing as e:
+            raise StartupError(str(e)) from None
         address = (self.config.properties.get("grpcListenAddress") or "127.0.0.1").strip()
         self.grpc = GrpcEndpoint(self, int(port), address, self.reactor)
         self.grpc.startService()

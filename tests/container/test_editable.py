@@ -1,4 +1,5 @@
-"""``pip install -e .`` (a developer's habit) leaves twistd able to find rmqtx's plugins."""
+"""``pip install -e .`` (a developer's habit) leaves twistd able to find rmqtx's plugins; without the
+``grpc`` extra, ``--grpc-port`` is refused in one line."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import unittest
 from pathlib import Path
 
 from deploy.image import package_sources
-from tests.e2e.harness import REPO
+from tests.e2e.harness import REPO, free_port
 
 
 def copy_sources(dest: Path) -> None:
@@ -48,3 +49,11 @@ class EditableInstallTest(unittest.TestCase):
                                cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(where.stdout.split(), [str(tree / "twisted" / "plugins" / "rmqtx_plugins.py"),
                                                 str(tree / "rmqtx" / "__init__.py")], where.stderr)
+        # no extras were installed: the gRPC endpoint's grpcio is missing, and start-up says so in one line
+        store = tmp / "store"
+        run = subprocess.run([str(venv / "bin" / "twistd"), "-n", "rmqstandalone", "--namesrv-port", str(free_port()),
+                              "--port", str(free_port()), "--grpc-port", str(free_port()), "--store", str(store)],
+                             cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual((run.returncode, run.stderr), (1, "rmqtx: cannot start: grpcPort needs the 'grpc' extra: "
+                                                           "pip install 'rmqtx[grpc]' (No module named 'grpc')\n"))
+        self.assertNotIn("Traceback", run.stdout)

@@ -91,6 +91,32 @@ class StartupFailureTest(unittest.TestCase):
         self.assertOneLine(proc, f"cannot open the store {store}: {reason} ({store})")
 
 
+    def test_acl_file_java_refuses(self) -> None:
+        """A plain_acl.yml whose access key is shorter than 7 characters: Java refuses it, so does rmqtx, in one line."""
+        acl = self.scratch.dir / "plain_acl.yml"
+        acl.write_text("accounts:\n  - accessKey: abc\n    secretKey: 12345678\n    admin: true\n")
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text(f"aclEnable=true\naclFilePath={acl}\n")
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, f"the ACL file {acl}: The accessKey=abc and secretKey=****** cannot be null "
+                                 "and length should longer than 6")
+
+    def test_acl_file_that_is_a_directory(self) -> None:
+        """An error no check foresaw still ends start-up in one line (its traceback goes to the log)."""
+        acl = self.scratch.dir / "acl-dir"
+        acl.mkdir()
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text(f"aclEnable=true\naclFilePath={acl}\n")
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, f"IsADirectoryError: Is a directory ({acl})")
+
+    def test_grpc_port_that_is_not_a_number(self) -> None:
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text("grpcPort=80a\n")
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, "grpcPort='80a' is not a port number")
+
+
 class ForegroundRunTest(unittest.TestCase):
     def test_no_pid_file_in_the_working_directory(self) -> None:
         scratch = Scratch()
