@@ -4,32 +4,28 @@
 # server that scrapes /metrics. Installs whatever is missing (apt-get; no Prometheus service is
 # started) and prints the versions.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 missing=""
 command -v chromium >/dev/null 2>&1 || missing="$missing chromium"
 command -v prometheus >/dev/null 2>&1 || missing="$missing prometheus"
 
 if [ -n "$missing" ]; then
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then
-        SUDO="sudo"
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -q
     # policy-rc.d keeps the package's own prometheus service from starting on the default port
     if [ ! -e /usr/sbin/policy-rc.d ]; then
-        printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
-        $SUDO chmod +x /usr/sbin/policy-rc.d
-        trap '$SUDO rm -f /usr/sbin/policy-rc.d' EXIT
+        printf '#!/bin/sh\nexit 101\n' | _sudo tee /usr/sbin/policy-rc.d >/dev/null
+        _sudo chmod +x /usr/sbin/policy-rc.d
+        trap '_sudo rm -f /usr/sbin/policy-rc.d' EXIT
     fi
     # shellcheck disable=SC2086
-    $SUDO apt-get install -y -q --no-install-recommends $missing
+    apt_install $missing || fail "$missing" "apt-get could not install them"
 fi
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 if [ ! -d "$here/tests/console_browser/node_modules/playwright-core" ]; then
-    npm install --no-audit --no-fund --loglevel=error --prefix "$here/tests/console_browser"
+    npm install --no-audit --no-fund --loglevel=error --prefix "$here/tests/console_browser" \
+        || fail "playwright-core" "npm install in tests/console_browser failed"
 fi
 
 chromium --version 2>/dev/null
-prometheus --version 2>&1 | head -1
+prometheus --version 2>&1 | sed -n 1p

@@ -1,23 +1,16 @@
 #!/bin/sh
-# Make sure a Java runtime (17+) is available for PySpark; installs a headless JRE with apt-get
-# when `java` is missing (for CI images). Prints the java version either way.
+# A Java runtime, 17 or newer, for PySpark (4.x needs 17) and the Java-driven tests. Installs a
+# headless JRE with apt-get when none is found (JDK 17, else 21, else the distribution's default).
 set -eu
+. "$(dirname "$0")/lib.sh"
 
-if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
-    SUDO=""
-    if [ "$(id -u)" != 0 ]; then
-        SUDO="sudo"
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -q
-    # Debian bookworm / Ubuntu 22.04+ ship 17; newer releases may only carry 21.
-    $SUDO apt-get install -y -q --no-install-recommends openjdk-17-jre-headless \
-        || $SUDO apt-get install -y -q --no-install-recommends openjdk-21-jre-headless \
-        || $SUDO apt-get install -y -q --no-install-recommends default-jre-headless
+java="java"
+[ -n "${JAVA_HOME:-}" ] && java="$JAVA_HOME/bin/java"
+if ! command -v "$java" >/dev/null 2>&1; then
+    apt_install_first openjdk-17-jre-headless openjdk-21-jre-headless default-jre-headless \
+        || fail "a Java runtime 17+" "apt-get could not install openjdk-17/21 or default-jre-headless"
 fi
-
-if [ -n "${JAVA_HOME:-}" ]; then
-    "$JAVA_HOME/bin/java" -version
-else
-    java -version
-fi
+major=$(java_major "$java")
+[ -n "$major" ] && [ "$major" -ge 17 ] \
+    || fail "a Java runtime 17+" "$java is version ${major:-unknown} (set JAVA_HOME to a JDK 17 or newer)"
+"$java" -version 2>&1 | sed -n 1p
