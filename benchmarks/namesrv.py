@@ -21,7 +21,8 @@ from twisted.internet import defer, endpoints, protocol, reactor, task
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from rmqtx.namesrv.register_body import DataVersion, RegisterBrokerBody, TopicConfig  # noqa: E402
+from rmqtx.common.topic_config import TopicConfig  # noqa: E402
+from rmqtx.namesrv.register_body import DataVersion, RegisterBrokerBody  # noqa: E402
 from rmqtx.remoting import RemotingClient, RemotingCommand, encode_frame  # noqa: E402
 
 TOPICS = [f"BenchTopic_{i}" for i in range(100)]

@@ -23,7 +23,7 @@ FILE_SIZE = 128 << 20
 def build_store(root: str, gib: float) -> None:
     """Write 1 KB messages over 4 topics x 4 queues until the commit log holds `gib` GiB."""
     from rmqtx.store import MessageStore, MessageToStore, StoreConfig
-    from rmqtx.store.record import properties_to_string
+    from rmqtx.common.message import properties_to_string
 
     shutil.rmtree(root, ignore_errors=True)
     store = MessageStore(StoreConfig(store_path_root_dir=root, mapped_file_size_commit_log=FILE_SIZE,

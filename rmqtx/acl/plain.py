@@ -16,9 +16,9 @@ from typing import Any
 import yaml
 
 from rmqtx.acl.addresses import AddressPatternError, Matcher, address_matcher
+from rmqtx.common.topics import RETRY_PREFIX
 
 DENY, ANY, PUB, SUB = 1, 2, 4, 8
-RETRY_PREFIX = "%RETRY%"
 #: Java's minimum is "longer than 6".
 KEY_MIN_LENGTH = 6
 

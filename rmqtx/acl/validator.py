@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from rmqtx.acl.plain import PUB, RETRY_PREFIX, SUB, AclTable, check_perm
+from rmqtx.acl.plain import PUB, SUB, AclTable, check_perm
 from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_KEY_QUERY, signature, signed_content
+from rmqtx.common.topics import RETRY_PREFIX, TRACE_TOPIC
 from rmqtx.remoting.bodies import BodyError, json_object, object_list, text
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
@@ -29,7 +30,6 @@ ADMIN_CODES = frozenset(
         RequestCode.DELETE_SUBSCRIPTIONGROUP,
     }
 )
-TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 
 
 class AclRefusal(Exception):

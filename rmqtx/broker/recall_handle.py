@@ -10,7 +10,7 @@ import binascii
 import re
 from typing import NamedTuple
 
-from rmqtx.broker.topics import RETRY_PREFIX
+from rmqtx.common.topics import RETRY_PREFIX
 
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*={0,2}\Z")
 _LONG = re.compile(r"[+-]?[0-9]+\Z")

@@ -10,19 +10,18 @@ from __future__ import annotations
 
 from rmqtx.common.message import (
     PROPERTY_DELAY,
+    PROPERTY_ORIGIN_MESSAGE_ID,
     PROPERTY_REAL_QUEUE_ID,
     PROPERTY_REAL_TOPIC,
+    PROPERTY_RETRY_TOPIC,
     PROPERTY_TRANSACTION_PREPARED,
     PROPERTY_WAIT,
     parse_properties,
     properties_to_string,
 )
+from rmqtx.common.sysflag import TRANSACTION_COMMIT, TRANSACTION_MASK
 from rmqtx.store.record import Record
 from rmqtx.store.results import MessageToStore
-
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
 
 
 def delay_level(props: dict[str, str]) -> int:

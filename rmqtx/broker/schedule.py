@@ -10,14 +10,14 @@ from twisted.internet import task
 from twisted.logger import Logger
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
-from rmqtx.broker.topics import SCHEDULE_TOPIC
 from rmqtx.broker.reput import due_copy
 from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
+from rmqtx.common.sysflag import TRANSACTION_COMMIT, TRANSACTION_MASK
+from rmqtx.common.topics import SCHEDULE_TOPIC
 from rmqtx.store.record import RecordError, decode_record, parse_delay_levels
 
 log = Logger(namespace="rmqtx.broker.schedule")
 
-TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
 #: How often each level is checked for due messages (Java waits 100 ms between checks).
 CHECK_INTERVAL_S = 0.1
 BATCH = 32

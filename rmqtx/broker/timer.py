@@ -24,16 +24,24 @@ from twisted.logger import Logger
 from rmqtx.broker.reput import copy_of, delay_level
 from rmqtx.common.javacompat import java_float, java_string_hash
 from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PROPERTY_UNIQ_KEY, parse_properties
+from rmqtx.common.sysflag import TRANSACTION_COMMIT, TRANSACTION_MASK
+from rmqtx.common.topics import TIMER_TOPIC
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.store.record import RecordError, decode_record
 from rmqtx.store.results import PutStatus
 from rmqtx.store.timer import (
-    BLANK_SLOTS, MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL, SLOTS_TOTAL, UNIT, TimerConfig, TimerFiles,
+    BLANK_SLOTS,
+    MAGIC_DEFAULT,
+    MAGIC_DELETE,
+    MAGIC_ROLL,
+    SLOTS_TOTAL,
+    UNIT,
+    TimerConfig,
+    TimerFiles,
 )
 
 log = Logger(namespace="rmqtx.broker.timer")
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"
 TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
 TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
 TIMER_DELAY_MS = "TIMER_DELAY_MS"
@@ -44,7 +52,6 @@ TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
 TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
 REQUEST_KEYS = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
 NEVER_ENQUEUED = str(2**63 - 1)  # Java's Long.MAX_VALUE: delivered without passing through the wheel
-TRANSACTION_MASK, TRANSACTION_COMMIT = 0xC, 0x8
 #: Work done per reactor turn before yielding.
 ENQUEUE_BATCH = 256
 DEQUEUE_UNITS = 512

@@ -2,84 +2,29 @@
 
 from __future__ import annotations
 
-import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from twisted.logger import Logger
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
+from rmqtx.common.topic_config import TopicConfig
+from rmqtx.common.topics import (  # noqa: F401  (gRPC imports them here still)
+    BENCHMARK_TOPIC,
+    DEFAULT_TOPIC,
+    DLQ_PREFIX,
+    OFFSET_MOVED_EVENT,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    SCHEDULE_TOPIC,
+    SELF_TEST_TOPIC,
+    is_readable,
+    is_writeable,
+    validate_name,
+)
 
 log = Logger(namespace="rmqtx.broker.topics")
-
-PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
-DEFAULT_TOPIC = "TBW102"
-SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-BENCHMARK_TOPIC = "BenchmarkTest"
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
-TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
-TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-RETRY_PREFIX = "%RETRY%"
-DLQ_PREFIX = "%DLQ%"
-TOPIC_MAX_LENGTH = 127
-_VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-
-
-def validate_name(name: str | None, what: str = "topic") -> str | None:
-    """Why ``name`` is not a safe topic or group name (it becomes a path), or None if it is."""
-    if not name:
-        return f"The specified {what} is blank."
-    if not _VALID_NAME.match(name):
-        return f"The specified {what}[{name}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(name) > TOPIC_MAX_LENGTH:
-        return f"The specified {what} is longer than {what} max length {TOPIC_MAX_LENGTH}."
-    return None
-
-
-def is_readable(perm: int) -> bool:
-    return bool(perm & PERM_READ)
-
-
-def is_writeable(perm: int) -> bool:
-    return bool(perm & PERM_WRITE)
-
-
-@dataclass
-class TopicConfig:
-    topicName: str
-    readQueueNums: int = 16
-    writeQueueNums: int = 16
-    perm: int = PERM_READ | PERM_WRITE
-    topicFilterType: str = "SINGLE_TAG"
-    topicSysFlag: int = 0
-    order: bool = False
-
-    def to_json(self) -> dict:
-        """Bean form, keys in fastjson's (alphabetical) order."""
-        return {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.readQueueNums,
-            "topicFilterType": self.topicFilterType,
-            "topicName": self.topicName,
-            "topicSysFlag": self.topicSysFlag,
-            "writeQueueNums": self.writeQueueNums,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> "TopicConfig":
-        return cls(
-            topicName=data["topicName"],
-            readQueueNums=int(data.get("readQueueNums", 16)),
-            writeQueueNums=int(data.get("writeQueueNums", 16)),
-            perm=int(data.get("perm", 6)),
-            topicFilterType=str(data.get("topicFilterType", "SINGLE_TAG")),
-            topicSysFlag=int(data.get("topicSysFlag", 0)),
-            order=bool(data.get("order", False)),
-        )
-
 
 class DataVersion:
     """Counter + timestamp that tells NameServers whether the topic table changed."""

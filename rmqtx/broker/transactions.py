@@ -16,8 +16,19 @@ from twisted.logger import Logger
 
 from rmqtx.broker.reput import committed_copy
 from rmqtx.broker.timer import is_timer_request
-from rmqtx.broker.topics import PERM_READ, PERM_WRITE, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
-from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, parse_properties, properties_to_string
+from rmqtx.common.message import (
+    PROPERTY_CHECK_IMMUNITY,
+    PROPERTY_CHECK_TIMES,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_REAL_QUEUE_ID,
+    PROPERTY_REAL_TOPIC,
+    PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT,
+    parse_properties,
+    properties_to_string,
+)
+from rmqtx.common.sysflag import TRANSACTION_COMMIT
+from rmqtx.common.topics import PERM_READ, PERM_WRITE, TRANS_CHECK_MAX_TIME_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CheckTransactionStateRequestHeader
@@ -27,14 +38,7 @@ from rmqtx.store.results import MessageToStore, PutResult, PutStatus
 log = Logger(namespace="rmqtx.broker.transactions")
 
 CHECK_GROUP = "CID_RMQ_SYS_TRANS"
-CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-PROPERTY_PRODUCER_GROUP = "PGROUP"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-PROPERTY_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
-PROPERTY_CHECK_IMMUNITY = "CHECK_IMMUNITY_TIME_IN_SECONDS"
-PROPERTY_WAIT = "WAIT"
 OP_TAG = "d"
-TRANSACTION_MASK, COMMIT, ROLLBACK = 0xC, 0x8, 0xC
 
 
 class TransactionError(Exception):
@@ -154,7 +158,7 @@ class TransactionService:
         if uniq:
             self.resolved_ids.add(uniq)
         self.resolved_offsets.add(half.queue_offset)
-        if state != COMMIT:
+        if state != TRANSACTION_COMMIT:
             return self._write_op(half).addCallback(lambda _: None)
         return self._put_final(half, props).addCallback(self._committed, half, uniq)
 
@@ -234,8 +238,8 @@ class TransactionService:
     def _discard(self, half) -> None:
         """Checked too often: give up (rolled back), keeping a copy where operators can find it."""
         log.info("transaction {offset} checked {max} times: discarded", offset=half.physical_offset, max=self.config.transactionCheckMax)
-        self.topics.create_system_topic(CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
-        self.store.put_message(self._copy(half, CHECK_MAX_TIME_TOPIC, half.properties))
+        self.topics.create_system_topic(TRANS_CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
+        self.store.put_message(self._copy(half, TRANS_CHECK_MAX_TIME_TOPIC, half.properties))
 
     def _copy(self, half, topic: str, properties: str) -> MessageToStore:
         return MessageToStore(

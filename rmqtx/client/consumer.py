@@ -13,32 +13,25 @@ from typing import Any, Callable, Iterable
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqtx.client import queue_ops
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError
-from rmqtx.client.message import (
-    PROPERTY_CONSUME_START_TIME,
-    PROPERTY_RETRY_TOPIC,
-    MessageExt,
-    MessageQueue,
-    PullResult,
-    PullStatus,
-    mq_set_json,
-)
+from rmqtx.client.message import MessageExt, MessageQueue, PullResult, PullStatus, mq_set_json
 from rmqtx.client.mq_client import MQClientInstance, get_client_instance
 from rmqtx.client.offset_store import NOT_FOUND, LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from rmqtx.client.pull_api import allocate_averagely, pull
 from rmqtx.client.route import MASTER_ID
 from rmqtx.client.subscription import TAG, SubscriptionData
-from rmqtx.client import queue_ops
 from rmqtx.client.util import call_user, deferred, java_fields
 from rmqtx.common import fastjson
+from rmqtx.common.message import PROPERTY_CONSUME_START_TIME, PROPERTY_RETRY_TOPIC
+from rmqtx.common.topics import RETRY_PREFIX
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.headers import ConsumerGroupRequestHeader, ConsumerSendMsgBackRequestHeader
 
 log = Logger(namespace="rmqtx.client.consumer")
 
-RETRY_PREFIX = "%RETRY%"
 CLUSTERING = "CLUSTERING"
 BROADCASTING = "BROADCASTING"
 CONSUME_FROM_LAST_OFFSET = "CONSUME_FROM_LAST_OFFSET"

@@ -8,31 +8,22 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from rmqtx.common.javacompat import java_string_hash
-from rmqtx.common.message import parse_properties
+from rmqtx.common.message import (
+    PROPERTY_DELAY,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_TIMER_DELAY_MS,
+    PROPERTY_TIMER_DELAY_SEC,
+    PROPERTY_TIMER_DELIVER_MS,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT,
+    parse_properties,
+)
+from rmqtx.common.sysflag import SYSFLAG_COMPRESSED
 from rmqtx.store.record import decode_record, encode_host, offset_msg_id
 
-PROPERTY_TAGS = "TAGS"
-PROPERTY_KEYS = "KEYS"
-PROPERTY_WAIT = "WAIT"
-PROPERTY_DELAY = "DELAY"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-PROPERTY_TRAN_MSG = "TRAN_MSG"
-PROPERTY_PGROUP = "PGROUP"
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_MIN_OFFSET = "MIN_OFFSET"
-PROPERTY_MAX_OFFSET = "MAX_OFFSET"
-PROPERTY_CONSUME_START_TIME = "CONSUME_START_TIME"
-
-SYSFLAG_COMPRESSED = 0x1
-SYSFLAG_ZLIB = 0x300  # compression type bits Java 4.9.8 sets next to COMPRESSED
-SYSFLAG_TRANSACTION_PREPARED = 0x4
-
 _MASK32 = 0xFFFFFFFF
-
-
-PROPERTY_TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
-PROPERTY_TIMER_DELAY_MS = "TIMER_DELAY_MS"
-PROPERTY_TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
 
 
 def _opt_int(text: str | None) -> int | None:
@@ -180,7 +171,7 @@ class MessageExt(Message):
         msg.body_crc = rec.body_crc
         msg.offset_msg_id = offset_msg_id(encode_host(rec.store_host)[0], rec.store_port, rec.physical_offset)
         msg.broker_name = broker_name
-        if msg.properties.get(PROPERTY_TRAN_MSG) == "true":
+        if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
             msg.transaction_id = msg.properties.get(PROPERTY_UNIQ_KEY)
         return msg
 

@@ -15,10 +15,12 @@ from twisted.logger import Logger
 
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError
-from rmqtx.client.message import PROPERTY_PGROUP, MessageExt, MessageQueue
+from rmqtx.client.message import MessageExt, MessageQueue
 from rmqtx.client.request_reply import ReplyWaiters
 from rmqtx.client.route import MASTER_ID, TopicRoute
 from rmqtx.common import fastjson
+from rmqtx.common.message import PROPERTY_PRODUCER_GROUP
+from rmqtx.common.topics import DEFAULT_TOPIC
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -32,7 +34,6 @@ log = Logger(namespace="rmqtx.client")
 #: The producer group every Java client instance carries for its own sends.
 INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 #: The default topic the inner producer routes (auto-creation template).
-DEFAULT_TOPIC = "TBW102"
 
 
 class ConsumerHandle(Protocol):
@@ -309,7 +310,7 @@ class MQClientInstance:
 
     def _on_check_transaction_state(self, request: RemotingCommand, conn: RemotingProtocol) -> None:
         msg = MessageExt.from_stored(request.body)
-        group = msg.properties.get(PROPERTY_PGROUP)
+        group = msg.properties.get(PROPERTY_PRODUCER_GROUP)
         producer = self.producers.get(group or "")
         check = getattr(producer, "check_transaction_state", None)
         if check is None:

@@ -18,6 +18,7 @@ from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.client.subscription import SubscriptionData
 from rmqtx.client.util import deferred
 from rmqtx.common import pop_keys as keys
+from rmqtx.common.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import (
@@ -47,16 +48,16 @@ def stamp_messages(msgs: list[MessageExt], topic: str, broker_name: str, header:
     starts = _entries(header.startOffsetInfo)
     counts = _entries(header.orderCountInfo) if order else {}
     for m in msgs:
-        if keys.PROPERTY_POP_CK not in m.properties:
+        if PROPERTY_POP_CK not in m.properties:
             start = int(starts.get(f"{keys.retry_mark(m.topic)}@{m.queue_id}", m.queue_offset))
-            m.properties[keys.PROPERTY_POP_CK] = keys.extra_info(
+            m.properties[PROPERTY_POP_CK] = keys.extra_info(
                 start, header.popTime, header.invisibleTime, header.reviveQid, m.topic, broker_name, m.queue_id, m.queue_offset)
             if order:
                 mark = keys.retry_mark(m.topic)
                 count = counts.get(f"{mark}@{keys.order_count_key(m.queue_id, m.queue_offset)}", counts.get(f"{mark}@{m.queue_id}"))
                 if count is not None and int(count) > 0:
                     m.reconsume_times = int(count)
-        m.properties.setdefault(keys.PROPERTY_FIRST_POP_TIME, str(header.popTime))
+        m.properties.setdefault(PROPERTY_FIRST_POP_TIME, str(header.popTime))
         m.broker_name = broker_name
         m.topic = topic
 
@@ -111,7 +112,7 @@ class PopConsumer(_ConsumerBase):
         return []
 
     async def _target(self, msg: MessageExt) -> tuple[str, keys.ExtraInfo]:
-        info = keys.ExtraInfo.parse(msg.properties.get(keys.PROPERTY_POP_CK))
+        info = keys.ExtraInfo.parse(msg.properties.get(PROPERTY_POP_CK))
         return await self._running().find_master_addr(info.broker_name, msg.topic), info
 
     @deferred
@@ -119,7 +120,7 @@ class PopConsumer(_ConsumerBase):
         """ACK_MESSAGE; a refusal (the checkpoint is gone, the offset illegal) raises MQBrokerError."""
         addr, info = await self._target(msg)
         header = AckMessageRequestHeader(self.group, keys.real_topic(msg.topic, self.group, info.mark), info.queue_id,
-                                         msg.properties[keys.PROPERTY_POP_CK], info.msg_offset)
+                                         msg.properties[PROPERTY_POP_CK], info.msg_offset)
         await self._running().call(addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_fields()))
 
     @deferred
@@ -128,13 +129,13 @@ class PopConsumer(_ConsumerBase):
         (its POP_CK is updated to the new checkpoint, which a later ack must name)."""
         addr, info = await self._target(msg)
         real = keys.real_topic(msg.topic, self.group, info.mark)
-        header = ChangeInvisibleTimeRequestHeader(self.group, real, info.queue_id, msg.properties[keys.PROPERTY_POP_CK],
+        header = ChangeInvisibleTimeRequestHeader(self.group, real, info.queue_id, msg.properties[PROPERTY_POP_CK],
                                                   info.msg_offset, int(invisible_time * 1000))
         response = await self._running().call(
             addr, RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_fields()))
         answer = ChangeInvisibleTimeResponseHeader.from_command(response)
         if info.msg_offset is None:
             raise MQBrokerError(ResponseCode.MESSAGE_ILLEGAL, "POP_CK without the message offset", addr)
-        msg.properties[keys.PROPERTY_POP_CK] = keys.extra_info(
+        msg.properties[PROPERTY_POP_CK] = keys.extra_info(
             info.msg_offset, answer.popTime, answer.invisibleTime, answer.reviveQid, real, info.broker_name,
             info.queue_id, info.msg_offset)

@@ -13,28 +13,21 @@ from twisted.logger import Logger
 
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError, MQError
-from rmqtx.client.message import (
-    PROPERTY_DELAY,
-    PROPERTY_PGROUP,
-    PROPERTY_TRAN_MSG,
-    PROPERTY_UNIQ_KEY,
-    PROPERTY_WAIT,
-    SYSFLAG_COMPRESSED,
-    SYSFLAG_TRANSACTION_PREPARED,
-    SYSFLAG_ZLIB,
-    Message,
-    MessageExt,
-    MessageQueue,
-    SendResult,
-    SendStatus,
-    TransactionState,
-)
+from rmqtx.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, TransactionState
 from rmqtx.client.mq_client import DEFAULT_TOPIC, MQClientInstance, get_client_instance
 from rmqtx.client.msgid import create_uniq_id
 from rmqtx.client.request_reply import is_reply, mark_request, timeout_error
 from rmqtx.client.route import QueueSelector
 from rmqtx.client.util import call_user, deferred, java_fields
-from rmqtx.common.message import properties_to_string
+from rmqtx.common.message import (
+    PROPERTY_DELAY,
+    PROPERTY_PRODUCER_GROUP,
+    PROPERTY_TRANSACTION_PREPARED,
+    PROPERTY_UNIQ_KEY,
+    PROPERTY_WAIT,
+    properties_to_string,
+)
+from rmqtx.common.sysflag import SYSFLAG_COMPRESSED, SYSFLAG_ZLIB, TRANSACTION_PREPARED
 from rmqtx.remoting import RemotingCommand, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -276,8 +269,8 @@ class Producer:
             if self.compress and len(body) >= self.compress_over:
                 body = zlib.compress(body, 5)
                 sys_flag |= SYSFLAG_COMPRESSED | SYSFLAG_ZLIB
-            if msg.properties.get(PROPERTY_TRAN_MSG) == "true":
-                sys_flag |= SYSFLAG_TRANSACTION_PREPARED
+            if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+                sys_flag |= TRANSACTION_PREPARED
         header = SendMessageRequestHeader(
             producerGroup=self.group,
             topic=msg.topic,
@@ -350,8 +343,8 @@ class TransactionProducer(Producer):
     async def send_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
         """Send ``msg`` as a half message, run the local transaction, then END_TRANSACTION oneway."""
         msg.properties.pop(PROPERTY_DELAY, None)
-        msg.properties[PROPERTY_TRAN_MSG] = "true"
-        msg.properties[PROPERTY_PGROUP] = self.group
+        msg.properties[PROPERTY_TRANSACTION_PREPARED] = "true"
+        msg.properties[PROPERTY_PRODUCER_GROUP] = self.group
         result = await self._send(msg, None, None, None, None, oneway=False)
         assert result is not None
         state, error = TransactionState.UNKNOW, None

@@ -3,16 +3,14 @@ and the average queue allocation of RebalanceImpl."""
 
 from __future__ import annotations
 
-from rmqtx.client.message import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET, MessageQueue, PullResult, PullStatus, decode_messages
+from rmqtx.client.message import MessageQueue, PullResult, PullStatus, decode_messages
 from rmqtx.client.mq_client import MQClientInstance
 from rmqtx.client.subscription import SubscriptionData
+from rmqtx.common.message import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET
+from rmqtx.common.sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
 
 _PULL_STATUS = {
     ResponseCode.SUCCESS: PullStatus.FOUND,

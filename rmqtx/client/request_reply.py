@@ -11,20 +11,23 @@ from twisted.internet import defer
 from twisted.logger import Logger
 
 from rmqtx.client.errors import MQClientError
-from rmqtx.client.message import SYSFLAG_COMPRESSED, Message, MessageExt
-from rmqtx.common.message import parse_properties
+from rmqtx.client.message import Message, MessageExt
+from rmqtx.common.message import (
+    PROPERTY_ARRIVE_TIME,
+    PROPERTY_CLUSTER,
+    PROPERTY_CORRELATION_ID,
+    PROPERTY_MESSAGE_TYPE,
+    PROPERTY_REPLY_TO_CLIENT,
+    PROPERTY_TTL,
+    parse_properties,
+)
+from rmqtx.common.sysflag import SYSFLAG_COMPRESSED
 from rmqtx.remoting import RemotingCommand, RemotingProtocol
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.remoting.headers import ReplyMessageRequestHeader
 
 log = Logger(namespace="rmqtx.client.reply")
 
-PROPERTY_CLUSTER = "CLUSTER"
-PROPERTY_CORRELATION_ID = "CORRELATION_ID"
-PROPERTY_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-PROPERTY_TTL = "TTL"
-PROPERTY_MESSAGE_TYPE = "MSG_TYPE"
-PROPERTY_ARRIVE_TIME = "ARRIVE_TIME"
 REPLY_MESSAGE_FLAG = "reply"
 #: Java's ClientErrorCode values for request-reply failures.
 REQUEST_TIMEOUT_CODE = 10006

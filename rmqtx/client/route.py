@@ -8,9 +8,8 @@ from dataclasses import dataclass
 
 from rmqtx.client.message import MessageQueue
 from rmqtx.common import fastjson
+from rmqtx.common.topics import PERM_READ, PERM_WRITE
 
-PERM_READ = 0x4
-PERM_WRITE = 0x2
 MASTER_ID = 0
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RETRY_PREFIX = "%RETRY%"
+from rmqtx.common.message import PROPERTY_POP_CK as PROPERTY_POP_CK  # the gRPC endpoint reads it as keys.PROPERTY_POP_CK
+from rmqtx.common.topics import RETRY_PREFIX
 
-PROPERTY_POP_CK = "POP_CK"
-PROPERTY_FIRST_POP_TIME = "1ST_POP_TIME"
 #: The revive queue id that marks an orderly pop: its acks move the committed offset instead.
 ORDER_REVIVE_QUEUE = 999
 REVIVE_TOPIC_PREFIX = "rmq_sys_REVIVE_LOG_"

@@ -5,25 +5,47 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse ``key=value`` (or ``key: value``) lines; ``#`` and ``!`` start comments."""
-    props: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
+def parse_properties(text: str, *, trim_values: bool = False) -> dict[str, str]:
+    """Parse Java ``.properties`` text (``=``, ``:`` or blank separators, ``#``/``!`` comments).
+
+    Enough of ``Properties.load`` for configuration files and UPDATE_*_CONFIG bodies; line
+    continuations are joined, ``\\`` escapes of separators are honoured. ``trim_values`` drops a
+    value's trailing blanks, which a configuration file's author never means (Java would keep them).
+    """
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip()
+        i += 1
         if not line or line[0] in "#!":
             continue
-        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if cut < 0:
-            key, value = line, ""
-        else:
-            key, value = line[:cut].strip(), line[cut + 1 :].strip()
-        props[key] = value
-    return props
+        while line.endswith("\\") and not line.endswith("\\\\") and i < len(lines):
+            line = line[:-1] + lines[i].lstrip()
+            i += 1
+        key_chars = []
+        j = 0
+        while j < len(line):
+            ch = line[j]
+            if ch == "\\" and j + 1 < len(line):
+                key_chars.append(line[j + 1])
+                j += 2
+                continue
+            if ch in "=: \t\f":
+                break
+            key_chars.append(ch)
+            j += 1
+        rest = line[j:].lstrip(" \t\f")
+        if rest[:1] in ("=", ":"):
+            rest = rest[1:].lstrip(" \t\f")
+        value = rest.replace("\\\\", "\x00").replace("\\", "").replace("\x00", "\\")
+        out["".join(key_chars)] = value.rstrip() if trim_values else value
+    return out
 
 
 def load_properties(path: str | Path) -> dict[str, str]:
     """Read a configuration file; a missing file is an error the operator should see."""
-    return parse_properties(Path(path).read_text(encoding="utf-8"))
+    return parse_properties(Path(path).read_text(encoding="utf-8"), trim_values=True)
 
 
 def parse_bool(text: str | bool) -> bool:

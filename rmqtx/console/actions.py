@@ -7,14 +7,21 @@ import time
 from typing import Any
 
 from rmqtx.broker.reput import copy_of
-from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
 from rmqtx.client.msgid import create_uniq_id
 from rmqtx.common import fastjson
-from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, parse_properties, properties_to_string
+from rmqtx.common.message import (
+    PROPERTY_DELAY,
+    PROPERTY_KEYS,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    parse_properties,
+    properties_to_string,
+)
+from rmqtx.common.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
 from rmqtx.console.local import local_call
 from rmqtx.remoting.codes import RequestCode, ResponseCode
-from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
 from rmqtx.remoting.command import RemotingCommand
+from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
 from rmqtx.store.record import RecordError, decode_offset_msg_id, decode_record
 
 CONSOLE_PRODUCER_GROUP = "rmqtx_console"

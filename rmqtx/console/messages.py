@@ -7,9 +7,9 @@ import zlib
 from typing import Any
 
 from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, parse_properties
+from rmqtx.common.sysflag import SYSFLAG_COMPRESSED
 from rmqtx.store.record import RecordError, decode_offset_msg_id, decode_record, record_msg_id
 
-SYSFLAG_COMPRESSED = 0x1
 #: The most messages one search or one DLQ page returns (the store reads stay short on the reactor).
 MAX_RESULTS = 64
 

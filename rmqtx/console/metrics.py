@@ -13,7 +13,7 @@ from typing import Any, Iterable
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from rmqtx.broker.topics import DLQ_PREFIX, RETRY_PREFIX
+from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: MessageModel ordinals, as the exporter prints them in the msgModel label.

@@ -10,8 +10,8 @@ from typing import Any
 from twisted.internet import defer, threads
 
 from rmqtx.broker.processors.admin_bodies import connection_json, is_system_topic
-from rmqtx.broker.topics import DLQ_PREFIX, RETRY_PREFIX
 from rmqtx.common import fastjson
+from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from rmqtx.console.local import local_call
 from rmqtx.console.messages import MAX_RESULTS, by_queue_offset
 from rmqtx.remoting.codes import RequestCode

@@ -98,37 +98,3 @@ def _convert(kind: str, raw: str, key: str) -> Any:
     return raw
 
 
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text (``=``, ``:`` or blank separators, ``#``/``!`` comments).
-
-    Enough of ``Properties.load`` for configuration files and UPDATE_NAMESRV_CONFIG bodies;
-    line continuations are joined, ``\\`` escapes of separators are honoured.
-    """
-    out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].lstrip()
-        i += 1
-        if not line or line[0] in "#!":
-            continue
-        while line.endswith("\\") and not line.endswith("\\\\") and i < len(lines):
-            line = line[:-1] + lines[i].lstrip()
-            i += 1
-        key_chars = []
-        j = 0
-        while j < len(line):
-            ch = line[j]
-            if ch == "\\" and j + 1 < len(line):
-                key_chars.append(line[j + 1])
-                j += 2
-                continue
-            if ch in "=: \t\f":
-                break
-            key_chars.append(ch)
-            j += 1
-        rest = line[j:].lstrip(" \t\f")
-        if rest[:1] in ("=", ":"):
-            rest = rest[1:].lstrip(" \t\f")
-        out["".join(key_chars)] = rest.replace("\\\\", "\x00").replace("\\", "").replace("\x00", "\\")
-    return out

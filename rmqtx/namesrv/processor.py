@@ -8,7 +8,8 @@ from typing import Callable
 from twisted.internet import defer
 from twisted.logger import Logger
 
-from rmqtx.namesrv.config import UPDATABLE_KEYS, NamesrvConfig, parse_properties
+from rmqtx.common.properties import parse_properties
+from rmqtx.namesrv.config import UPDATABLE_KEYS, NamesrvConfig
 from rmqtx.namesrv.headers import RouteInfoRequestHeader
 from rmqtx.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
 from rmqtx.namesrv.register_body import BodyError, DataVersion, RegisterBrokerBody

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqtx.common import fastjson
+from rmqtx.common.topic_config import TopicConfig
 
 _INT = struct.Struct(">i")
-_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
 
 
 class BodyError(ValueError):
@@ -50,62 +50,6 @@ class DataVersion:
 
 
 @dataclass(slots=True)
-class TopicConfig:
-    topic_name: str
-    read_queue_nums: int = 16
-    write_queue_nums: int = 16
-    perm: int = 6
-    topic_filter_type: str = "SINGLE_TAG"
-    topic_sys_flag: int = 0
-    order: bool = False
-
-    @classmethod
-    def from_bean(cls, bean: Any, fallback_name: str | None = None) -> "TopicConfig":
-        if not isinstance(bean, dict):
-            raise BodyError("topic config is not an object")
-        name = bean.get("topicName", fallback_name)
-        if not isinstance(name, str) or not name:
-            raise BodyError("topic config without topicName")
-        try:
-            return cls(
-                name,
-                int(bean.get("readQueueNums", 16)),
-                int(bean.get("writeQueueNums", 16)),
-                int(bean.get("perm", 6)),
-                str(bean.get("topicFilterType", "SINGLE_TAG")),
-                int(bean.get("topicSysFlag", 0)),
-                bool(bean.get("order", False)),
-            )
-        except (TypeError, ValueError):
-            raise BodyError(f"topic config {name}: bad numbers") from None
-
-    @classmethod
-    def from_compact(cls, text: str) -> "TopicConfig":
-        """The space-separated form of the compressed body (it carries no sys flag)."""
-        parts = text.split(" ")
-        if len(parts) != 5 or parts[4] not in _FILTER_TYPES:
-            raise BodyError(f"bad compressed topic config {text!r}")
-        try:
-            return cls(parts[0], int(parts[1]), int(parts[2]), int(parts[3]), parts[4])
-        except ValueError:
-            raise BodyError(f"bad compressed topic config {text!r}") from None
-
-    def compact(self) -> str:
-        return f"{self.topic_name} {self.read_queue_nums} {self.write_queue_nums} {self.perm} {self.topic_filter_type}"
-
-    def to_bean(self) -> dict[str, Any]:
-        return {
-            "order": self.order,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicFilterType": self.topic_filter_type,
-            "topicName": self.topic_name,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-
-@dataclass(slots=True)
 class RegisterBrokerBody:
     data_version: DataVersion = DataVersion()
     topic_configs: list[TopicConfig] = field(default_factory=list)
@@ -127,7 +71,7 @@ class RegisterBrokerBody:
             filters = fastjson.dumps(list(self.filter_server_list or []))
             out += [_INT.pack(len(filters)), filters]
             return zlib.compress(b"".join(out), 9)
-        table = fastjson.JavaMap({tc.topic_name: tc.to_bean() for tc in self.topic_configs})
+        table = fastjson.JavaMap({tc.topicName: tc.to_json() for tc in self.topic_configs})
         return fastjson.dumps(
             {
                 "filterServerList": self.filter_server_list,
@@ -154,7 +98,10 @@ def _decode_json(body: bytes) -> RegisterBrokerBody:
     table = wrapper.get("topicConfigTable") or {}
     if not isinstance(table, dict):
         raise BodyError("topicConfigTable is not an object")
-    configs = [TopicConfig.from_bean(bean, str(name)) for name, bean in table.items()]
+    try:
+        configs = [TopicConfig.from_json(bean, str(name)) for name, bean in table.items()]
+    except ValueError as e:
+        raise BodyError(str(e)) from None
     filters = doc.get("filterServerList", [] if "topicConfigSerializeWrapper" in doc else None)
     if filters is not None and not (isinstance(filters, list) and all(isinstance(f, str) for f in filters)):
         raise BodyError("filterServerList is not a list of strings")
@@ -198,6 +145,8 @@ def _decode_compressed(body: bytes) -> RegisterBrokerBody:
             configs.append(TopicConfig.from_compact(reader.chunk().decode("utf-8")))
         except UnicodeDecodeError:
             raise BodyError("topic config is not UTF-8") from None
+        except ValueError as e:
+            raise BodyError(str(e)) from None
     try:
         filters = fastjson.loads(reader.chunk())
     except (fastjson.FastjsonError, UnicodeDecodeError):

@@ -14,15 +14,13 @@ from twisted.logger import Logger
 
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap, JavaSet, java_order, table_capacity
-from rmqtx.namesrv.register_body import DataVersion, TopicConfig
+from rmqtx.common.topic_config import TopicConfig
+from rmqtx.common.topics import FLAG_UNIT, FLAG_UNIT_SUB, PERM_READ, PERM_WRITE
+from rmqtx.namesrv.register_body import DataVersion
 
 log = Logger(namespace="rmqtx.namesrv.route")
 
 MASTER_ID = 0
-PERM_READ = 0x4
-PERM_WRITE = 0x2
-FLAG_UNIT = 0x1
-FLAG_UNIT_SUB = 0x2
 
 # Initial capacities of RouteInfoManager's tables in Java (they decide HashMap iteration order).
 _TOPIC_TABLE_CAPACITY = 1024
@@ -189,17 +187,17 @@ class RouteInfoManager:
         return result
 
     def _create_and_update_queue_data(self, broker_name: str, tc: TopicConfig) -> None:
-        queue_data = QueueData(broker_name, tc.read_queue_nums, tc.write_queue_nums, tc.perm, tc.topic_sys_flag)
-        queue_map = self.topic_queue_table.get(tc.topic_name)
+        queue_data = QueueData(broker_name, tc.readQueueNums, tc.writeQueueNums, tc.perm, tc.topicSysFlag)
+        queue_map = self.topic_queue_table.get(tc.topicName)
         if queue_map is None:
-            self.topic_queue_table[tc.topic_name] = {broker_name: queue_data}
+            self.topic_queue_table[tc.topicName] = {broker_name: queue_data}
             self._topic_cap.seen(len(self.topic_queue_table))
-            log.info("new topic registered, {topic} {qd}", topic=tc.topic_name, qd=queue_data)
+            log.info("new topic registered, {topic} {qd}", topic=tc.topicName, qd=queue_data)
         else:
             old = queue_map.get(broker_name)
             queue_map[broker_name] = queue_data
             if old is not None and old != queue_data:
-                log.info("topic changed, {topic} OLD: {old} NEW: {new}", topic=tc.topic_name, old=old, new=queue_data)
+                log.info("topic changed, {topic} OLD: {old} NEW: {new}", topic=tc.topicName, old=old, new=queue_data)
 
     def is_broker_topic_config_changed(self, broker_addr: str, data_version: DataVersion | None) -> bool:
         previous = self.query_broker_topic_config(broker_addr)

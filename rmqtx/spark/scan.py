@@ -16,6 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from rmqtx.common.sysflag import SYSFLAG_BORN_HOST_V6, SYSFLAG_COMPRESSED, SYSFLAG_STORE_HOST_V6
 from rmqtx.store import record as R
 
 from . import columns as C
@@ -96,7 +98,7 @@ def find_record_start(mm: mmap.mmap, start: int, stop: int, base: int) -> int | 
 def store_timestamp_at(mm: mmap.mmap, pos: int) -> int:
     """storeTimestamp of the record at pos (its position depends on the born host's width)."""
     sys_flag = R.INT32.unpack_from(mm, pos + R.SYSFLAG_POS)[0]
-    return R.INT64.unpack_from(mm, pos + R.HOSTS_POS + (20 if sys_flag & R.SYSFLAG_BORN_HOST_V6 else 8))[0]
+    return R.INT64.unpack_from(mm, pos + R.HOSTS_POS + (20 if sys_flag & SYSFLAG_BORN_HOST_V6 else 8))[0]
 
 
 def walk(mm: mmap.mmap, buf: np.ndarray, pos: int, until: int) -> tuple[np.ndarray, int, str | None]:
@@ -241,8 +243,8 @@ def _locate(buf: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray]:
     head = C.gather(buf, starts, R.HOSTS_POS)
     total = C.field(head, 0, 4)
     sys_flag = C.field(head, R.SYSFLAG_POS, 4)
-    born_v6 = (sys_flag & R.SYSFLAG_BORN_HOST_V6) != 0
-    store_v6 = (sys_flag & R.SYSFLAG_STORE_HOST_V6) != 0
+    born_v6 = (sys_flag & SYSFLAG_BORN_HOST_V6) != 0
+    store_v6 = (sys_flag & SYSFLAG_STORE_HOST_V6) != 0
     p_store_ts = R.HOSTS_POS + np.where(born_v6, 20, 8)
     p_reconsume = p_store_ts + 8 + np.where(store_v6, 20, 8)
     p_body = p_reconsume + 16
@@ -316,10 +318,10 @@ def _property_columns(props: pa.Array, n: int) -> dict:
     """properties (map), tags, keys and uniqKey, all from one split of the properties strings."""
     names, values, owner = C.split_properties(props)
     out = {"properties": pa.MapArray.from_arrays(C.offsets_from_owners(owner, n), names, values)}
-    for col, prop in (("tags", R.PROP_TAGS), ("uniqKey", R.PROP_UNIQ_KEY)):
+    for col, prop in (("tags", PROPERTY_TAGS), ("uniqKey", PROPERTY_UNIQ_KEY)):
         hit = pc.equal(names, prop)
         out[col] = C.scatter(values.filter(hit), owner[hit.to_numpy(zero_copy_only=False)], n)
-    hit = pc.equal(names, R.PROP_KEYS).to_numpy(zero_copy_only=False)
+    hit = pc.equal(names, PROPERTY_KEYS).to_numpy(zero_copy_only=False)
     rows = owner[hit]
     last = np.r_[rows[1:] != rows[:-1], True] if len(rows) else np.zeros(0, bool)
     out["keys"] = C.split_words(values.filter(pa.array(hit)).filter(pa.array(last)), rows[last], n)
@@ -329,7 +331,7 @@ def _property_columns(props: pa.Array, n: int) -> dict:
 def _bodies(buf: np.ndarray, pos: np.ndarray, length: np.ndarray, sys_flag: np.ndarray) -> pa.Array:
     """Bodies as stored, except zlib-compressed ones, which are inflated (as Java's decode does)."""
     bodies = C.binary_segments(buf, pos, length)
-    packed = np.flatnonzero((sys_flag & R.SYSFLAG_COMPRESSED) != 0)
+    packed = np.flatnonzero((sys_flag & SYSFLAG_COMPRESSED) != 0)
     if len(packed) == 0:
         return bodies
     codec = sys_flag[packed] & _COMPRESSION_TYPE

@@ -15,15 +15,19 @@ from typing import Iterator
 from rmqtx.client.route import MASTER_ID, TopicRoute
 from rmqtx.client.subscription import SubscriptionData
 from rmqtx.client.util import java_fields
+from rmqtx.common.sysflag import FLAG_SUBSCRIPTION
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from rmqtx.remoting.headers import (PullMessageRequestHeader, QueryConsumerOffsetRequestHeader,
-                                    SearchOffsetRequestHeader, TopicQueueRequestHeader,
-                                    UpdateConsumerOffsetRequestHeader)
+from rmqtx.remoting.headers import (
+    PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    TopicQueueRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
 from rmqtx.remoting.serializer import decode_frame_payload, encode_frame
 
 _LEN = struct.Struct(">i")
-FLAG_SUBSCRIPTION = 0x4
 PULL_STATUS = {ResponseCode.SUCCESS: "found", ResponseCode.PULL_NOT_FOUND: "none",
                ResponseCode.PULL_RETRY_IMMEDIATELY: "unmatched", ResponseCode.PULL_OFFSET_MOVED: "moved"}
 

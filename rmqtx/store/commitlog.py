@@ -5,6 +5,14 @@ import logging
 from concurrent.futures import Executor
 from typing import Iterator, NamedTuple
 
+from rmqtx.common.sysflag import (
+    SYSFLAG_BORN_HOST_V6,
+    SYSFLAG_STORE_HOST_V6,
+    TRANSACTION_MASK,
+    TRANSACTION_PREPARED,
+    TRANSACTION_ROLLBACK,
+)
+
 from . import record as R
 from .config import StoreConfig
 from .mapped_file import MappedFile, MappedFileQueue
@@ -12,8 +20,8 @@ from .results import BatchToStore, MessageToStore, PutResult, PutStatus
 
 log = logging.getLogger(__name__)
 
-_HOST_BITS = R.SYSFLAG_BORN_HOST_V6 | R.SYSFLAG_STORE_HOST_V6
-_NO_QUEUE = (R.TRANSACTION_PREPARED, R.TRANSACTION_ROLLBACK)
+_HOST_BITS = SYSFLAG_BORN_HOST_V6 | SYSFLAG_STORE_HOST_V6
+_NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 _HEADER_SIZES = {flags: R.header_struct(flags).size for flags in (0, 0x10, 0x20, 0x30)}
 _encode_host = R.encode_host
 _write_record = R.write_record
@@ -44,7 +52,7 @@ class ScanItem(NamedTuple):
 
 def gets_queue_entry(sys_flag: int) -> bool:
     """Prepared and rolled-back transaction records never enter a consume queue."""
-    return (sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE
+    return (sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
 
 
 class CommitLog:
@@ -99,16 +107,16 @@ class CommitLog:
         store_ip, store_v6 = _encode_host(msg.store_host[0])
         sys_flag = msg.sys_flag & ~_HOST_BITS
         if born_v6:
-            sys_flag |= R.SYSFLAG_BORN_HOST_V6
+            sys_flag |= SYSFLAG_BORN_HOST_V6
         if store_v6:
-            sys_flag |= R.SYSFLAG_STORE_HOST_V6
+            sys_flag |= SYSFLAG_STORE_HOST_V6
         body = msg.body
         total = _HEADER_SIZES[sys_flag & _HOST_BITS] + len(body) + 3 + len(tb) + len(props)
         if total > self.max_message_size:
             return PutResult(PutStatus.MESSAGE_ILLEGAL,
                              remark=f"message size {total} exceeds maxMessageSize {self.max_message_size}"), None
         key = (msg.topic, msg.queue_id)
-        queued = (sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE
+        queued = (sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
         qo = self.topic_queue_table.get(key, 0) if queued else 0
         mf = self._room_for(total)
         phys = mf.from_offset + mf.wrote
@@ -131,7 +139,7 @@ class CommitLog:
         born_ip, born_v6 = R.encode_host(batch.born_host[0])
         store_ip, store_v6 = R.encode_host(batch.store_host[0])
         sys_flag = batch.sys_flag & ~_HOST_BITS
-        sys_flag |= (R.SYSFLAG_BORN_HOST_V6 if born_v6 else 0) | (R.SYSFLAG_STORE_HOST_V6 if store_v6 else 0)
+        sys_flag |= (SYSFLAG_BORN_HOST_V6 if born_v6 else 0) | (SYSFLAG_STORE_HOST_V6 if store_v6 else 0)
         extra = batch.properties.encode()
         try:
             items = list(R.iter_batch_body(batch.body))
@@ -156,7 +164,7 @@ class CommitLog:
             return PutResult(PutStatus.MESSAGE_ILLEGAL,
                              remark=f"batch size {grand} exceeds maxMessageSize {self.max_message_size}"), []
         key = (batch.topic, batch.queue_id)
-        queued = (sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE
+        queued = (sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
         first_qo = qo = self.topic_queue_table.get(key, 0) if queued else 0
         mf = self._room_for(grand)
         first = mf.from_offset + mf.wrote
@@ -220,7 +228,7 @@ class CommitLog:
         if pos + R.HOSTS_POS > mf.wrote or pos + size > mf.wrote:
             return -1
         sys_flag = R.INT32.unpack_from(mf.mm, pos + R.SYSFLAG_POS)[0]
-        ts_pos = pos + R.HOSTS_POS + (20 if sys_flag & R.SYSFLAG_BORN_HOST_V6 else 8)
+        ts_pos = pos + R.HOSTS_POS + (20 if sys_flag & SYSFLAG_BORN_HOST_V6 else 8)
         return R.INT64.unpack_from(mf.mm, ts_pos)[0]
 
     def roll_next_file(self, offset: int) -> int:

@@ -10,6 +10,7 @@ from concurrent.futures import Executor, Future
 from typing import Callable
 
 from rmqtx.accel import accel
+from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK
 
 from . import record as R
 from .mapped_file import MappedFile, StoreError, remove_leftovers, retire
@@ -313,7 +314,7 @@ class IndexService:
     def build(self, topic: str, phy: int, store_ts: int, sys_flag: int, uniq_key: str | None,
               keys: str | None) -> None:
         """Index one record under topic#UNIQ_KEY and topic#KEY (raises OSError if no file can be made)."""
-        if (sys_flag & R.TRANSACTION_MASK) == R.TRANSACTION_ROLLBACK:
+        if (sys_flag & TRANSACTION_MASK) == TRANSACTION_ROLLBACK:
             return
         prefix = topic + "#"
         if self._pending is not None:  # behind entries that wait for a file: keep the order

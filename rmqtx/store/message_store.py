@@ -10,6 +10,10 @@ from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, succeed
 
+from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
+from rmqtx.common.topics import SCHEDULE_TOPIC
+
 from . import record as R
 from .checkpoint import Checkpoint
 from .commitlog import Appended, CommitLog
@@ -21,7 +25,7 @@ from .flush import FlushService
 from .index import IndexService
 from .mapped_file import StoreError
 from .recovery import recover
-from .results import (BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus)
+from .results import BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus
 from .retention import RetentionService
 
 __all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "PutStatus", "PutResult",
@@ -29,7 +33,7 @@ __all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "Put
 
 log = logging.getLogger(__name__)
 
-_NO_QUEUE = (R.TRANSACTION_PREPARED, R.TRANSACTION_ROLLBACK)
+_NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 
 #: (topic, message properties) -> filter bit map to keep in the ext unit, or None.
 BitmapCalculator = Callable[[str, dict[str, str]], "bytes | None"]
@@ -260,7 +264,7 @@ class MessageStore:
 
     def _prepare_queue(self, topic: str, queue_id: int, sys_flag: int) -> ConsumeQueue | None:
         """The record's consume queue, with a file ready for its unit (a full disk fails here, before the write)."""
-        if (sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE or self.commitlog.topic_bytes(topic) is None:
+        if (sys_flag & TRANSACTION_MASK) in _NO_QUEUE or self.commitlog.topic_bytes(topic) is None:
             return None
         cq = self._cq(topic, queue_id)
         cq.ensure_room(self.commitlog.topic_queue_table.get((topic, queue_id), 0))
@@ -283,7 +287,7 @@ class MessageStore:
             return self._refuse()  # type: ignore[return-value]
         try:
             cq = self.consume_queues.get((msg.topic, msg.queue_id))
-            if cq is None or cq.needs_file or (msg.sys_flag & R.TRANSACTION_MASK) in _NO_QUEUE:
+            if cq is None or cq.needs_file or (msg.sys_flag & TRANSACTION_MASK) in _NO_QUEUE:
                 cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
             res, app = self.commitlog.put_message(msg, int(self.clock() * 1000))
         except OSError as e:
@@ -354,12 +358,12 @@ class MessageStore:
 
     def tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
         """The consume queue's tag field: String.hashCode of TAGS, or delivery time for delayed records."""
-        if topic == R.SCHEDULE_TOPIC:
-            level = props.get(R.PROP_DELAY)
+        if topic == SCHEDULE_TOPIC:
+            level = props.get(PROPERTY_DELAY)
             if level and level.isdigit() and int(level) > 0:
                 lv = min(int(level), len(self._delay_levels))
                 return store_ts + self._delay_levels[lv - 1]
-        tags = props.get(R.PROP_TAGS)
+        tags = props.get(PROPERTY_TAGS)
         return R.tags_hash(tags) if tags else 0
 
     def _dispatch(self, topic: str, cq: ConsumeQueue | None, store_ts: int, sys_flag: int, app: Appended,
@@ -369,10 +373,10 @@ class MessageStore:
             props = _props(app.properties)  # the bit map sees exactly what was stored
         if cq is not None:
             if tags_code is None:
-                if topic == R.SCHEDULE_TOPIC:
+                if topic == SCHEDULE_TOPIC:
                     tags_code = self.tags_code(topic, props, store_ts)
                 else:
-                    tags = props.get(R.PROP_TAGS)
+                    tags = props.get(PROPERTY_TAGS)
                     tags_code = R.tags_hash(tags) if tags else 0
             if cq.ext is None:
                 cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
@@ -383,7 +387,7 @@ class MessageStore:
         if self._index_enabled:
             try:
                 self.index.build(topic, app.physical_offset, store_ts, sys_flag,
-                                 props.get(R.PROP_UNIQ_KEY), props.get(R.PROP_KEYS))
+                                 props.get(PROPERTY_UNIQ_KEY), props.get(PROPERTY_KEYS))
             except OSError as e:
                 log.error("index build failed for offset %d: %s", app.physical_offset, e)
         self.dispatched_ts = store_ts
@@ -403,7 +407,7 @@ class MessageStore:
 
     def dispatch_record(self, offset: int, rec: R.Record) -> None:
         """Dispatch a record read back from the commit log (recovery)."""
-        queued = (rec.sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE
+        queued = (rec.sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
         self._dispatch(rec.topic, self._cq(rec.topic, rec.queue_id) if queued else None, rec.store_timestamp,
                        rec.sys_flag, Appended(offset, rec.total_size, rec.queue_offset, rec.properties), None)
 
@@ -648,7 +652,7 @@ class MessageStore:
                 if off in seen or rec.topic != topic:
                     continue
                 props = _props(rec.properties)
-                if key == props.get(R.PROP_UNIQ_KEY) or key in props.get(R.PROP_KEYS, "").split(" "):
+                if key == props.get(PROPERTY_UNIQ_KEY) or key in props.get(PROPERTY_KEYS, "").split(" "):
                     seen.add(off)
                     out.append(data)
             if out or upper < begin_ts:

@@ -15,30 +15,11 @@ from typing import Iterator, NamedTuple
 from rmqtx.accel import accel
 from rmqtx.common.javacompat import _POW31  # index_key_hash2 reuses the table
 from rmqtx.common.javacompat import java_string_hash as java_hash
-from rmqtx.common.message import parse_properties as parse_properties  # re-exported for the store tools and readers
+from rmqtx.common.sysflag import SYSFLAG_BORN_HOST_V6, SYSFLAG_STORE_HOST_V6
 
 MESSAGE_MAGIC = -626843481  # 0xDAA320A7
 BLANK_MAGIC = -875286124  # 0xCBD43194
 END_FILE_MIN_BLANK_LENGTH = 8
-
-SYSFLAG_COMPRESSED = 0x1
-SYSFLAG_MULTI_TAGS = 0x2
-SYSFLAG_BORN_HOST_V6 = 0x10
-SYSFLAG_STORE_HOST_V6 = 0x20
-SYSFLAG_INNER_BATCH = 0x80
-TRANSACTION_MASK = 0xC
-TRANSACTION_NOT_TYPE = 0x0
-TRANSACTION_PREPARED = 0x4
-TRANSACTION_COMMIT = 0x8
-TRANSACTION_ROLLBACK = 0xC
-
-NAME_VALUE_SEPARATOR = "\x01"
-PROPERTY_SEPARATOR = "\x02"
-PROP_TAGS = "TAGS"
-PROP_KEYS = "KEYS"
-PROP_UNIQ_KEY = "UNIQ_KEY"
-PROP_DELAY = "DELAY"
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 
 # Fixed part: totalSize, magic, bodyCRC, queueId, flag, queueOffset, physicalOffset, sysFlag,
 # bornTimestamp; hosts follow, their widths depending on the IPv6 sys flags.
@@ -227,9 +208,6 @@ def decode_record(buf, pos: int = 0, limit: int | None = None) -> Record:
                   f[11], decode_host(f[12]), f[13], f[14], f[15], body, topic, props)
 
 
-def properties_to_string(props: dict[str, str]) -> str:
-    """A dict to the stored properties string (no trailing separator, as Java 4.9 writes)."""
-    return PROPERTY_SEPARATOR.join(f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items())
 
 
 

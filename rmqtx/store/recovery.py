@@ -5,6 +5,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from rmqtx.common.progress import Progress, size_text
+from rmqtx.common.sysflag import SYSFLAG_BORN_HOST_V6
 
 from . import record as R
 from .mapped_file import MappedFile
@@ -24,7 +25,7 @@ def _first_store_timestamp(mf: MappedFile) -> int:
     if magic != R.MESSAGE_MAGIC:
         return 0
     sys_flag = R.INT32.unpack_from(mf.mm, R.SYSFLAG_POS)[0]
-    return R.INT64.unpack_from(mf.mm, R.HOSTS_POS + (20 if sys_flag & R.SYSFLAG_BORN_HOST_V6 else 8))[0]
+    return R.INT64.unpack_from(mf.mm, R.HOSTS_POS + (20 if sys_flag & SYSFLAG_BORN_HOST_V6 else 8))[0]
 
 
 def _safe_start_index(store: "MessageStore") -> int:

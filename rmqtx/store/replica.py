@@ -10,6 +10,8 @@ import logging
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
+
 from . import record as R
 from .consume_queue import ConsumeQueue
 
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_NO_QUEUE = (R.TRANSACTION_PREPARED, R.TRANSACTION_ROLLBACK)
+_NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 
 
 def transfer_start(store: "MessageStore", slave_offset: int) -> int:
@@ -127,7 +129,7 @@ class ReplicaAppender:
                 log.error("replica: undecodable record at %d: %s", self.dispatched, e)
                 break
             store.dispatch_record(self.dispatched, rec)
-            if (rec.sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE:
+            if (rec.sys_flag & TRANSACTION_MASK) not in _NO_QUEUE:
                 key = (rec.topic, rec.queue_id)
                 store.commitlog.topic_queue_table[key] = rec.queue_offset + 1
                 cq = store.consume_queues.get(key)

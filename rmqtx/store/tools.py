@@ -11,14 +11,17 @@ from typing import IO, Iterator
 
 import orjson
 
+from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY, parse_properties
 from rmqtx.common.progress import Progress, size_text
+from rmqtx.common.topics import SCHEDULE_TOPIC
 
 from . import record as R
 from .commitlog import check_at, gets_queue_entry
 from .config import DEFAULT_DELAY_LEVELS
 from .consume_queue import UNIT, UNIT_SIZE
 from .consume_queue_ext import HEAD as EXT_HEAD
-from .consume_queue_ext import MIN_UNIT_SIZE as EXT_MIN_UNIT, is_ext_addr, undecorate
+from .consume_queue_ext import MIN_UNIT_SIZE as EXT_MIN_UNIT
+from .consume_queue_ext import is_ext_addr, undecorate
 from .index import ENTRY, HEADER, HEADER_SIZE, SLOT
 
 _OFFSET_NAME = re.compile(r"^\d{20}$")
@@ -58,16 +61,16 @@ def _host(ip: str, port: int) -> str:
 
 def message_json(offset: int, rec: R.Record) -> dict:
     """The dump view of one record."""
-    props = R.parse_properties(rec.properties)
+    props = parse_properties(rec.properties)
     store_ip, _ = R.encode_host(rec.store_host)
-    keys = props.get(R.PROP_KEYS, "")
+    keys = props.get(PROPERTY_KEYS, "")
     return {
         "topic": rec.topic, "queueId": rec.queue_id, "queueOffset": rec.queue_offset,
         "commitLogOffset": offset, "storeSize": rec.total_size, "sysFlag": rec.sys_flag, "flag": rec.flag,
         "bornTimestamp": rec.born_timestamp, "storeTimestamp": rec.store_timestamp,
         "bornHost": _host(rec.born_host, rec.born_port), "storeHost": _host(rec.store_host, rec.store_port),
         "reconsumeTimes": rec.reconsume_times, "preparedTransactionOffset": rec.prepared_transaction_offset,
-        "tags": props.get(R.PROP_TAGS), "keys": [k for k in keys.split(" ") if k], "properties": props,
+        "tags": props.get(PROPERTY_TAGS), "keys": [k for k in keys.split(" ") if k], "properties": props,
         "bodyCRC": rec.body_crc, "msgId": R.offset_msg_id(store_ip, rec.store_port, offset),
         "body": base64.b64encode(rec.body).decode(),
     }
@@ -86,9 +89,9 @@ def dump(store_dir: str, topic: str | None = None, out: IO[bytes] | None = None)
 
 
 def _tags_code(rec: R.Record, props: dict[str, str], delay_levels: list[int]) -> int:
-    if rec.topic == R.SCHEDULE_TOPIC and props.get(R.PROP_DELAY, "").isdigit() and int(props[R.PROP_DELAY]) > 0:
-        return rec.store_timestamp + delay_levels[min(int(props[R.PROP_DELAY]), len(delay_levels)) - 1]
-    return R.tags_hash(props.get(R.PROP_TAGS, ""))
+    if rec.topic == SCHEDULE_TOPIC and props.get(PROPERTY_DELAY, "").isdigit() and int(props[PROPERTY_DELAY]) > 0:
+        return rec.store_timestamp + delay_levels[min(int(props[PROPERTY_DELAY]), len(delay_levels)) - 1]
+    return R.tags_hash(props.get(PROPERTY_TAGS, ""))
 
 
 def _ext_tags_code(ext_files: dict[int, mmap.mmap | bytes], address: int) -> int | None:
@@ -122,9 +125,9 @@ def verify(store_dir: str, hash_slots: int | None = None, delay_spec: str = DEFA
             if progress is not None and not n_rec & 4095:
                 progress.tick(offset - first, total, "of the commit log checked")
             n_bytes += size
-            props = R.parse_properties(rec.properties)
-            keys = [props[R.PROP_UNIQ_KEY]] if R.PROP_UNIQ_KEY in props else []
-            keys += [k for k in props.get(R.PROP_KEYS, "").split(" ") if k]
+            props = parse_properties(rec.properties)
+            keys = [props[PROPERTY_UNIQ_KEY]] if PROPERTY_UNIQ_KEY in props else []
+            keys += [k for k in props.get(PROPERTY_KEYS, "").split(" ") if k]
             hashes = frozenset(R.index_key_hash(f"{rec.topic}#{k}") for k in keys)
             tag = _tags_code(rec, props, delay_levels) if gets_queue_entry(rec.sys_flag) else None
             records[offset] = (rec.topic, rec.queue_id, rec.queue_offset, size, tag, hashes)

@@ -11,6 +11,7 @@ from typing import Awaitable, Callable, TextIO
 
 from rmqtx.acl.signing import RequestSigner
 from rmqtx.client.message import MessageExt, decode_messages
+from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import CreateTopicRequestHeader
@@ -20,7 +21,6 @@ from rmqtx.tools.ops import AdminError, AdminOps, mq_table
 
 Runner = Callable[[AdminOps, argparse.Namespace, TextIO], Awaitable[None]]
 COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Runner]] = {}
-RETRY_PREFIX = "%RETRY%"
 LONG_MAX = 2**63 - 1
 BODY_DIR = "/tmp/rocketmq/msgbodys"
 
@@ -104,7 +104,7 @@ async def topic_list(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
     info = await ops.cluster_info()
     out.write("%-20s  %-48s  %-48s\n" % ("#Cluster Name", "#Topic", "#Consumer Group"))
     for topic in await ops.all_topics():
-        if topic.startswith(RETRY_PREFIX) or topic.startswith("%DLQ%"):
+        if topic.startswith(RETRY_PREFIX) or topic.startswith(DLQ_PREFIX):
             continue
         cluster, groups = "", [""]
         try:

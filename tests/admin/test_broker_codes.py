@@ -7,8 +7,8 @@ import time
 import orjson
 from twisted.internet import defer
 
-from rmqtx.broker.topics import TopicConfig
 from rmqtx.common import fastjson
+from rmqtx.common.topic_config import TopicConfig
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from tests.admin.support import AdminTestCase

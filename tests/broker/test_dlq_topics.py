@@ -8,7 +8,8 @@ import unittest
 from pathlib import Path
 
 from rmqtx.broker.config import BrokerConfig
-from rmqtx.broker.topics import TopicConfig, TopicConfigManager
+from rmqtx.broker.topics import TopicConfigManager
+from rmqtx.common.topic_config import TopicConfig
 
 
 class DlqTopicLoadTest(unittest.TestCase):

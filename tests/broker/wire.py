@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from rmqtx.common.message import properties_to_string
+from rmqtx.common.message import parse_properties, properties_to_string
 from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode
 from rmqtx.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader, send_header_to_v2
-from rmqtx.store.record import decode_record, parse_properties
+from rmqtx.store.record import decode_record
 
 
 async def send(client: RemotingClient, addr: str, topic: str, body: bytes, queue_id: int = 0, **props: str) -> RemotingCommand:

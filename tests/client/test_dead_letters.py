@@ -9,7 +9,8 @@ from twisted.internet import defer
 from rmqtx.client.consumer import CONSUME_FROM_FIRST_OFFSET, ConsumeStatus, PullConsumer, PushConsumer
 from rmqtx.client.message import Message, PullStatus
 from rmqtx.client.producer import Producer
-from rmqtx.store.record import decode_record, parse_properties
+from rmqtx.common.message import parse_properties
+from rmqtx.store.record import decode_record
 from tests.client.support import ClusterTestCase, wait_until
 
 #: Level 3 (the first retry) takes 3 s: a second trip through it would be plain to see.

@@ -98,7 +98,7 @@ class NodeDeadLetterTest(ServerPerTest, unittest.TestCase):
     def test_dead_letter_is_stored_at_once(self) -> None:
         from rmqtx.remoting import RemotingCommand, RequestCode, ResponseCode
         from rmqtx.remoting.headers import QueryMessageRequestHeader
-        from rmqtx.store.record import parse_properties
+        from rmqtx.common.message import parse_properties
         from tests.broker.wire import decode_records
         from tests.e2e.harness import call
 

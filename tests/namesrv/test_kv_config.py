@@ -8,10 +8,10 @@ import tempfile
 import orjson
 from twisted.trial import unittest
 
-from rmqtx.namesrv.config import NamesrvConfig, parse_properties
+from rmqtx.common.properties import parse_properties
+from rmqtx.namesrv.config import NamesrvConfig
 from rmqtx.remoting.codes import RequestCode as RC
 from rmqtx.remoting.codes import ResponseCode
-
 from tests.namesrv.helpers import connect, port_of, request, start_namesrv
 from tests.namesrv.test_routes import register_cmd, route_req
 

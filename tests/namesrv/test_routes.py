@@ -9,11 +9,11 @@ from twisted.internet import task
 from twisted.trial import unittest
 
 from rmqtx.common import fastjson
-from rmqtx.namesrv.register_body import DataVersion, RegisterBrokerBody, TopicConfig
+from rmqtx.common.topic_config import TopicConfig
+from rmqtx.namesrv.register_body import DataVersion, RegisterBrokerBody
 from rmqtx.remoting import RemotingCommand, SerializeType, decode_frame
 from rmqtx.remoting.codes import RequestCode as RC
 from rmqtx.remoting.codes import ResponseCode
-
 from tests.namesrv.helpers import connect, port_of, request, start_namesrv
 
 FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
@@ -31,7 +31,7 @@ def register_cmd(
     filters: list[str] | None = None,
 ) -> RemotingCommand:
     """REGISTER_BROKER as a Java broker sends it; topics map name -> (read, write, perm, sysFlag)."""
-    configs = [TopicConfig(t, r, w, p, topic_sys_flag=f) for t, (r, w, p, f) in (topics or {}).items()]
+    configs = [TopicConfig(t, r, w, p, topicSysFlag=f) for t, (r, w, p, f) in (topics or {}).items()]
     body = RegisterBrokerBody(version, configs, filters or []).encode(compress)
     ext = {
         "brokerName": name,

@@ -11,7 +11,7 @@ from collections import Counter
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from rmqtx.broker.topics import TopicConfig
+from rmqtx.common.topic_config import TopicConfig
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.serializer import decode_frame
 from tests.broker.inprocess import InProcessCluster

@@ -9,9 +9,9 @@ import unittest
 import zlib
 from pathlib import Path
 
+from rmqtx.common.message import join_properties
 from rmqtx.spark.session import JavaNotFoundError, find_java
 from rmqtx.store import MessageStore, MessageToStore, StoreConfig
-from rmqtx.store.record import properties_to_string
 from tests.fixtures import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def write_store(root: str) -> list[dict]:
                 body, sys_flag = zlib.compress(b"squeeze " * 200), 1
             host = ("::1", 5555) if i == 13 else ("10.1.2.3", 4000 + i % 3)
             msg = MessageToStore(topic=topic, queue_id=qid, flag=i % 5, body=body,
-                                 properties=properties_to_string(props),
+                                 properties=join_properties(props, tuple(props)),
                                  sys_flag=sys_flag, born_timestamp=BASE_MS - 5, born_host=host,
                                  store_host=("::2", 10911) if i == 17 else ("127.0.0.1", 10911), reconsume_times=i % 3)
             out = []

@@ -7,6 +7,7 @@ import shutil
 import tempfile
 from datetime import datetime, timezone
 
+from rmqtx.common.sysflag import SYSFLAG_COMPRESSED
 from rmqtx.store import record as R
 
 from .support import BASE_MS, NO_SPARK, SparkTestCase, extract, jsonl, requires_spark, write_store
@@ -80,7 +81,7 @@ class DataSourceTest(SparkTestCase):
         first = self.clean_rows[0]
         self.assertEqual((first["storeHost"], first["msgId"]), ("127.0.0.1:20911", "7F000001000051AF0000000000000000"))
         self.assertTrue(first["bornHost"].startswith("127.0.0.1:"))
-        compressed = [r for r in self.clean_rows.values() if r["sysFlag"] & R.SYSFLAG_COMPRESSED]
+        compressed = [r for r in self.clean_rows.values() if r["sysFlag"] & SYSFLAG_COMPRESSED]
         self.assertEqual(len(compressed), 1)
         self.assertEqual(len(compressed[0]["body"]), 204800)  # inflated; stored 13191 bytes
         for r in self.clean_rows.values():

@@ -5,6 +5,7 @@ import os
 import tempfile
 import unittest
 
+from rmqtx.common.message import parse_properties
 from rmqtx.store import record as R
 
 from .support import NO_ARROW, requires_arrow
@@ -93,7 +94,7 @@ class ColumnsTest(unittest.TestCase):
         pairs = list(zip(owner.tolist(), names.to_pylist(), values.to_pylist()))
         self.assertEqual(pairs, [(0, "a", "b"), (0, "c", "d"), (3, "k", "v"), (4, "", "v"), (5, "w", "z")])
         for i, s in enumerate(props.to_pylist()):
-            self.assertEqual({n: v for o, n, v in pairs if o == i}, R.parse_properties(s))
+            self.assertEqual({n: v for o, n, v in pairs if o == i}, parse_properties(s))
 
 
 @requires_arrow

@@ -7,8 +7,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from rmqtx.common.message import join_properties
 from rmqtx.store import MessageStore, MessageToStore, StoreConfig
-from rmqtx.store.record import properties_to_string
 from tests.fixtures import FIXTURES
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +56,7 @@ def msg(topic: str = "T", queue_id: int = 0, body: bytes = b"hello", tags: str |
         props["TAGS"] = tags
     props.update(extra or {})
     return MessageToStore(topic=topic, queue_id=queue_id, flag=0, body=body,
-                          properties=properties_to_string(props), sys_flag=sys_flag,
+                          properties=join_properties(props, tuple(props)), sys_flag=sys_flag,
                           born_timestamp=1_700_000_000_000, born_host=born, store_host=store)
 
 

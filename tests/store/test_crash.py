@@ -10,8 +10,9 @@ import time
 
 from twisted.trial import unittest
 
+from rmqtx.common.message import parse_properties
 from rmqtx.store import GetStatus, MessageStore, StoreConfig
-from rmqtx.store.record import body_crc, decode_record, parse_properties
+from rmqtx.store.record import body_crc, decode_record
 from rmqtx.store.tools import verify
 
 from .helpers import REPO

@@ -13,6 +13,8 @@ import zlib
 import orjson
 from twisted.trial import unittest
 
+from rmqtx.common.message import parse_properties
+from rmqtx.common.sysflag import SYSFLAG_COMPRESSED
 from rmqtx.store import GetStatus, MessageStore
 from rmqtx.store import record as R
 from rmqtx.store.tools import dump
@@ -59,7 +61,7 @@ class CleanStoreTest(unittest.TestCase):
                 body = base64.b64decode(row["body"])
                 self.assertEqual(len(body), sr["storedBodyLen"])
                 self.assertEqual(R.body_crc(body), row["bodyCRC"])
-                if row["sysFlag"] & R.SYSFLAG_COMPRESSED:
+                if row["sysFlag"] & SYSFLAG_COMPRESSED:
                     body = zlib.decompress(body)
                 if "body" in m:
                     self.assertEqual(body.decode(), m["body"])
@@ -140,7 +142,7 @@ class CrashStoreTest(unittest.TestCase):
                 _, _, offset = R.decode_offset_msg_id(a["offsetMsgId"])
                 rec = R.decode_record(store.look_message_by_offset(offset))
                 self.assertEqual((rec.queue_id, rec.queue_offset), (a["queueId"], a["queueOffset"]))
-                self.assertEqual(R.parse_properties(rec.properties)["UNIQ_KEY"], a["msgId"])
+                self.assertEqual(parse_properties(rec.properties)["UNIQ_KEY"], a["msgId"])
                 res = store.get_message("S_C", a["queueId"], a["queueOffset"], 1)
                 self.assertEqual(R.decode_record(res.messages[0]).physical_offset, offset)
             # the one record whose send was reported failed is there too, and now dispatched

@@ -13,7 +13,8 @@ from twisted.logger import Logger
 
 from rmqtx.broker.groups import SubscriptionGroupConfig
 from rmqtx.broker.jsonfiles import loads_fastjson
-from rmqtx.broker.topics import DataVersion, TopicConfig
+from rmqtx.broker.topics import DataVersion
+from rmqtx.common.topic_config import TopicConfig
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 

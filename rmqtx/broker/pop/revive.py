@@ -21,8 +21,15 @@ from twisted.internet import defer, task
 from twisted.logger import Logger
 
 from rmqtx.common import pop_keys as keys
-from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
-from rmqtx.common.message import PROPERTY_TAGS, PROPERTY_UNIQ_KEY, parse_properties, properties_to_string
+from rmqtx.common.message import (
+    PROPERTY_FIRST_POP_TIME,
+    PROPERTY_POP_CK,
+    PROPERTY_TAGS,
+    PROPERTY_UNIQ_KEY,
+    parse_properties,
+    properties_to_string,
+)
+from rmqtx.common.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX
 from rmqtx.store.record import RecordError, decode_record
 from rmqtx.store.results import GetStatus, MessageToStore, PutResult
 
@@ -256,9 +263,9 @@ class ReviveService:
         group_cfg = ctx.groups.find(ck.group)
         max_times = group_cfg.retryMaxTimes if group_cfg is not None else 16
         props = parse_properties(rec.properties)
-        props.pop(keys.PROPERTY_POP_CK, None)
-        if rec.reconsume_times == 0 or keys.PROPERTY_FIRST_POP_TIME not in props:
-            props[keys.PROPERTY_FIRST_POP_TIME] = str(ck.pop_time)
+        props.pop(PROPERTY_POP_CK, None)
+        if rec.reconsume_times == 0 or PROPERTY_FIRST_POP_TIME not in props:
+            props[PROPERTY_FIRST_POP_TIME] = str(ck.pop_time)
         if rec.reconsume_times + 1 > max_times:
             target = DLQ_PREFIX + ck.group
         elif ck.topic.startswith(RETRY_PREFIX):

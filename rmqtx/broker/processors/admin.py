@@ -5,10 +5,10 @@ from __future__ import annotations
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import is_system_topic, mq_map, ok, system_topics, topic_remark
 from rmqtx.broker.processors.admin_headers import GetTopicConfigRequestHeader
-from rmqtx.broker.timer import TIMER_TOPIC
-from rmqtx.broker.topics import SCHEDULE_TOPIC, TopicConfig
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap, JavaSet
+from rmqtx.common.topic_config import TopicConfig
+from rmqtx.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CreateTopicRequestHeader, TopicRequestHeader

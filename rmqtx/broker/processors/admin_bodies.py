@@ -9,18 +9,19 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from rmqtx.broker.clients import ClientChannel
-from rmqtx.broker.topics import (
+from rmqtx.common.fastjson import OrderedMap, table_capacity
+from rmqtx.common.javacompat import java_string_hash
+from rmqtx.common.topics import (
     BENCHMARK_TOPIC,
     DEFAULT_TOPIC,
     OFFSET_MOVED_EVENT,
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
+    SYSTEM_TOPIC_PREFIX,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     validate_name,
 )
-from rmqtx.common.fastjson import OrderedMap, table_capacity
-from rmqtx.common.javacompat import java_string_hash
 from rmqtx.remoting.command import RemotingCommand
 
 _MASK32 = 0xFFFFFFFF
@@ -29,7 +30,6 @@ SYSTEM_TOPICS = frozenset(
     {DEFAULT_TOPIC, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC, "RMQ_SYS_TRACE_TOPIC",
      TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC", SELF_TEST_TOPIC, OFFSET_MOVED_EVENT}
 )
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
 MQ = tuple[str, str, int]  # topic, brokerName, queueId
 

@@ -6,7 +6,6 @@ from typing import Callable
 
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.groups import SubscriptionGroupConfig
-from rmqtx.remoting.bodies import body_shape, json_object
 from rmqtx.broker.offsets import SEPARATOR
 from rmqtx.broker.processors.admin_bodies import mq_json, mq_map, ok
 from rmqtx.broker.processors.admin_headers import (
@@ -20,10 +19,12 @@ from rmqtx.broker.processors.admin_headers import (
     QueryCorrectionOffsetHeader,
     QueryTopicConsumeByWhoRequestHeader,
 )
-from rmqtx.broker.topics import TopicConfig, validate_name
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap, JavaSet
 from rmqtx.common.javacompat import hashmap_order
+from rmqtx.common.topic_config import TopicConfig
+from rmqtx.common.topics import validate_name
+from rmqtx.remoting.bodies import body_shape, json_object
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol

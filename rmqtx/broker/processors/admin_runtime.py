@@ -16,10 +16,11 @@ from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.java_settings import java_defaults
 from rmqtx.broker.processors.admin_bodies import ok
 from rmqtx.broker.processors.admin_headers import GetBrokerConfigResponseHeader, ViewBrokerStatsDataRequestHeader
-from rmqtx.broker.topics import SCHEDULE_TOPIC, DataVersion
+from rmqtx.broker.topics import DataVersion
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap
-from rmqtx.common.properties import parse_bool
+from rmqtx.common.properties import parse_bool, parse_properties
+from rmqtx.common.topics import SCHEDULE_TOPIC
 from rmqtx.remoting.codes import CURRENT_VERSION, RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand, java_string
 from rmqtx.remoting.protocol import RemotingProtocol
@@ -48,19 +49,6 @@ DISTRIBUTE_TIME_UNMEASURED = " ".join(
     f"[{b}]:0" for b in ("<=0ms", "0~10ms", "10~50ms", "50~100ms", "100~200ms", "200~500ms", "500ms~1s", "1~2s",
                          "2~3s", "3~4s", "4~5s", "5~10s", "10s~")
 ) + " "
-
-
-def parse_properties_text(text: str) -> dict[str, str]:
-    """``key=value`` lines as Java's ``MixAll.string2Properties`` reads them (comments skipped)."""
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key.strip()] = value.strip()
-    return out
 
 
 def _human_bytes(n: int) -> str:
@@ -114,7 +102,7 @@ class RuntimeAdminProcessor:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"Can not update config: {ENABLE_KEY} is false on this broker."
             )
-        updates = parse_properties_text(request.body.decode("utf-8", "replace")) if request.body else {}
+        updates = parse_properties(request.body.decode("utf-8", "replace"), trim_values=True) if request.body else {}
         refused = sorted(k for k in updates if k not in UPDATABLE_KEYS)
         if refused:
             return request.make_response(

@@ -11,9 +11,9 @@ import orjson
 
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.pop.request_mode import MODES
-from rmqtx.broker.topics import RETRY_PREFIX, is_readable
 from rmqtx.client.message import MessageQueue
 from rmqtx.client.pull_api import allocate_averagely
+from rmqtx.common.topics import RETRY_PREFIX, is_readable
 from rmqtx.remoting.bodies import body_shape, json_object, text
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand

@@ -6,9 +6,9 @@ import orjson
 
 from rmqtx.broker.clients import ClientChannel, SubscriptionData
 from rmqtx.broker.context import BrokerContext
-from rmqtx.broker.topics import PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_name
-from rmqtx.remoting.bodies import BodyError, body_shape, json_object, object_list, text
+from rmqtx.common.topics import PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_name
 from rmqtx.filter import FilterSyntaxError, compile_cached
+from rmqtx.remoting.bodies import BodyError, body_shape, json_object, object_list, text
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import ConsumerGroupRequestHeader, UnregisterClientRequestHeader

@@ -8,10 +8,10 @@ import orjson
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.jsonfiles import pretty
-from rmqtx.remoting.bodies import body_shape, json_object, object_list, text
 from rmqtx.broker.processors.admin_bodies import mq_set_order
-from rmqtx.broker.topics import DLQ_PREFIX, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
 from rmqtx.broker.reput import copy_of, sendback_properties
+from rmqtx.common.topics import DLQ_PREFIX, FLAG_UNIT_SUB, PERM_READ, PERM_WRITE, RETRY_PREFIX, is_writeable
+from rmqtx.remoting.bodies import body_shape, json_object, object_list, text
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader
@@ -20,7 +20,6 @@ from rmqtx.store.record import RecordError, decode_record, record_msg_id
 from rmqtx.store.results import PutResult
 
 #: TopicSysFlag.buildSysFlag(false, true): the unit-sub bit Java sets on a retry topic made for a unit-mode consumer.
-TOPIC_SYS_FLAG_UNIT_SUB = 0x2
 #: Java 3.4.9: from this client version on, the request's maxReconsumeTimes wins over the group's.
 V3_4_9 = 121
 DLQ_QUEUE_NUMS = 1
@@ -53,7 +52,7 @@ class DeliveryProcessor:
             return request.make_response(ResponseCode.SUCCESS)
         topic = RETRY_PREFIX + header.group
         queue_id = random.randrange(group_cfg.retryQueueNums)
-        sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if header.unitMode else 0
+        sys_flag = FLAG_UNIT_SUB if header.unitMode else 0
         tc, created = ctx.topics.create_system_topic(topic, group_cfg.retryQueueNums, PERM_READ | PERM_WRITE, sys_flag)
         if not is_writeable(tc.perm):
             return request.make_response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")

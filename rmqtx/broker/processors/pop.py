@@ -17,11 +17,11 @@ from twisted.internet import defer
 
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.common import pop_keys as keys
 from rmqtx.broker.pop.revive import CheckPoint
 from rmqtx.broker.processors.pull import _keep_matching
-from rmqtx.broker.topics import RETRY_PREFIX, is_readable
-from rmqtx.common.message import parse_properties, properties_to_string
+from rmqtx.common import pop_keys as keys
+from rmqtx.common.message import PROPERTY_POP_CK, parse_properties, properties_to_string
+from rmqtx.common.topics import RETRY_PREFIX, is_readable
 from rmqtx.filter import FilterSyntaxError, compile_cached
 from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
@@ -206,7 +206,7 @@ class PopProcessor:
         """A retry-topic record re-encoded under the original topic, its POP_CK naming the retry topic."""
         rec = decode_record(raw)
         props = parse_properties(rec.properties)
-        props.setdefault(keys.PROPERTY_POP_CK, keys.extra_info(
+        props.setdefault(PROPERTY_POP_CK, keys.extra_info(
             ck_offset, popped.pop_time, invisible, popped.revive_qid, rec.topic, self.ctx.config.brokerName,
             rec.queue_id, queue_offset))
         return encode_record(

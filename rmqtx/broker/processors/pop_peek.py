@@ -12,9 +12,9 @@ import random
 from twisted.internet import defer
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.common import pop_keys as keys
 from rmqtx.broker.processors.pop import now_ms
-from rmqtx.broker.topics import is_readable
+from rmqtx.common import pop_keys as keys
+from rmqtx.common.topics import is_readable
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import (

@@ -8,19 +8,17 @@ from __future__ import annotations
 
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
-from rmqtx.broker.topics import is_readable
+from rmqtx.common.message import parse_properties
 from rmqtx.common.properties import parse_bool
+from rmqtx.common.sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
+from rmqtx.common.topics import is_readable
 from rmqtx.filter import FilterSyntaxError, compile_cached
-from rmqtx.store.record import RecordError, decode_record, parse_properties
 from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.record import RecordError, decode_record
 from rmqtx.store.results import GetResult, GetStatus
-
-FLAG_COMMIT_OFFSET = 0x1
-FLAG_SUSPEND = 0x2
-FLAG_SUBSCRIPTION = 0x4
 
 MASTER_ID = 0
 

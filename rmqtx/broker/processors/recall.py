@@ -17,9 +17,9 @@ from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.send import _born_host
 from rmqtx.broker.recall_handle import decode_handle
 from rmqtx.broker.timer import TIMER_DEL_UNIQKEY, TIMER_DELIVER_MS, delete_key
-from rmqtx.broker.topics import PERM_WRITE
 from rmqtx.common.message import PROPERTY_TAGS, PROPERTY_UNIQ_KEY, properties_to_string
 from rmqtx.common.properties import parse_bool
+from rmqtx.common.topics import PERM_WRITE
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.header import CommandHeader

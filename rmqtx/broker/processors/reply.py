@@ -16,7 +16,12 @@ from twisted.logger import Logger
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.ha.role import wait_for_replica
 from rmqtx.broker.processors.send import SendProcessor
-from rmqtx.common.message import parse_properties, properties_to_string
+from rmqtx.common.message import (
+    PROPERTY_PUSH_REPLY_TIME,
+    PROPERTY_REPLY_TO_CLIENT,
+    parse_properties,
+    properties_to_string,
+)
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import (
@@ -30,8 +35,6 @@ from rmqtx.store.results import MessageToStore, PutStatus
 
 log = Logger(namespace="rmqtx.broker.reply")
 
-PROPERTY_REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
-PROPERTY_PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
 #: Java's Broker2Client.callClient waits this long for the client's answer.
 PUSH_TIMEOUT_S = 10.0
 #: Java's putOk for a reply: a SYNC_MASTER's slave timing out or missing still counts as stored

@@ -7,18 +7,7 @@ import random
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.ha.role import disk_util, wait_for_replica
 from rmqtx.broker.recall_handle import recall_handle_for
-from rmqtx.broker.timer import REQUEST_KEYS, TIMER_TOPIC
-from rmqtx.broker.topics import (
-    DLQ_PREFIX,
-    PERM_READ,
-    PERM_WRITE,
-    RETRY_PREFIX,
-    SCHEDULE_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
-    is_writeable,
-    validate_name,
-)
+from rmqtx.broker.timer import REQUEST_KEYS
 from rmqtx.common.message import (
     PROPERTY_CLUSTER,
     PROPERTY_DELAY,
@@ -26,6 +15,20 @@ from rmqtx.common.message import (
     PROPERTY_WAIT,
     parse_properties,
     properties_to_string,
+)
+from rmqtx.common.sysflag import TRANSACTION_MASK
+from rmqtx.common.topics import (
+    DLQ_PREFIX,
+    PERM_READ,
+    PERM_WRITE,
+    RETRY_PREFIX,
+    SCHEDULE_TOPIC,
+    TIMER_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    is_writeable,
+    validate_name,
 )
 from rmqtx.remoting.codes import ONEWAY_FLAG, RESPONSE_FLAG, RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
@@ -35,9 +38,7 @@ from rmqtx.remoting.serializer import send_answer_frame
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
 
 #: Topics clients may not send to directly.
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, "TRANS_CHECK_MAX_TIME_TOPIC", TIMER_TOPIC})
-
-TRANSACTION_MASK = 0xC
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, TIMER_TOPIC})
 
 _PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
     PutStatus.CREATE_MAPPED_FILE_FAILED: (ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),

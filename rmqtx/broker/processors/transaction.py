@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rmqtx.broker.context import BrokerContext
-from rmqtx.broker.transactions import COMMIT, ROLLBACK, TransactionError
+from rmqtx.broker.transactions import TransactionError
+from rmqtx.common.sysflag import TRANSACTION_COMMIT, TRANSACTION_ROLLBACK
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import EndTransactionRequestHeader
@@ -19,7 +20,7 @@ class EndTransactionProcessor:
 
     def end_transaction(self, request: RemotingCommand, conn: RemotingProtocol):
         header = EndTransactionRequestHeader.from_command(request)
-        if header.commitOrRollback not in (COMMIT, ROLLBACK):
+        if header.commitOrRollback not in (TRANSACTION_COMMIT, TRANSACTION_ROLLBACK):
             return None  # UNKNOW (0): nothing to do until the check-back asks again
         d = self.ctx.transactions.end(header.producerGroup, header.commitLogOffset, header.tranStateTableOffset, header.commitOrRollback)
         d.addCallbacks(
