@@ -5,15 +5,7 @@
 set -eu
 . "$(dirname "$0")/lib.sh"
 
-javac="javac"
-[ -n "${JAVA_HOME:-}" ] && javac="$JAVA_HOME/bin/javac"
-if ! command -v "$javac" >/dev/null 2>&1; then
-    apt_install_first openjdk-17-jdk-headless openjdk-21-jdk-headless default-jdk-headless \
-        || fail "a JDK 17+ (javac)" "apt-get could not install openjdk-17/21 or default-jdk-headless"
-fi
-major=$("$javac" -version 2>&1 | sed -n 's/^javac \([0-9]*\).*/\1/p')
-[ -n "$major" ] && [ "$major" -ge 17 ] \
-    || fail "a JDK 17+ (javac)" "$javac is version ${major:-unknown} (set JAVA_HOME to a JDK 17 or newer)"
+need_java javac "a JDK 17+ (javac)" openjdk-17-jdk-headless openjdk-21-jdk-headless default-jdk-headless
 
 missing=""
 command -v mvn >/dev/null 2>&1 || missing="$missing maven"
@@ -26,7 +18,7 @@ if [ -n "$missing" ]; then
     apt_install $missing || fail "$missing" "apt-get could not install them"
 fi
 
-"$javac" -version
+"$JAVA_CMD" -version
 mvn -B -v | sed -n 1p
 podman --version
 runc --version 2>/dev/null | sed -n 1p || /usr/sbin/runc --version | sed -n 1p

@@ -43,8 +43,24 @@ apt_install_first() {
     return 1
 }
 
-# java_major [JAVA]: the feature version of a Java runtime ("17" for 17.0.15, "8" for 1.8.0).
+# java_major CMD: the feature version of a java or javac ("17" for 17.0.15, "8" for 1.8.0).
 java_major() {
-    "${1:-java}" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9.]*\).*/\1/p' | head -1 \
-        | awk -F. '{ if ($1 == 1) print $2; else print $1 }'
+    "$1" -version 2>&1 | sed -n 's/.*version "\([0-9][0-9.]*\).*/\1/p; s/^javac \([0-9][0-9.]*\).*/\1/p' \
+        | sed -n 1p | awk -F. '{ if ($1 == 1) print $2; else print $1 }'
+}
+
+# need_java TOOL WHAT PKG...: TOOL (java or javac; from JAVA_HOME when it is set) at version 17 or
+# newer, installing the first of PKG... the distribution has when it is missing; sets JAVA_CMD.
+need_java() {
+    tool="$1"
+    what="$2"
+    shift 2
+    JAVA_CMD="$tool"
+    [ -n "${JAVA_HOME:-}" ] && JAVA_CMD="$JAVA_HOME/bin/$tool"
+    if ! command -v "$JAVA_CMD" >/dev/null 2>&1; then
+        apt_install_first "$@" || fail "$what" "apt-get could not install any of: $*"
+    fi
+    major=$(java_major "$JAVA_CMD")
+    [ -n "$major" ] && [ "$major" -ge 17 ] \
+        || fail "$what" "$JAVA_CMD is version ${major:-unknown} (set JAVA_HOME to a JDK 17 or newer)"
 }
