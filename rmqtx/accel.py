@@ -30,7 +30,7 @@ def _load() -> ModuleType | None:
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None
     try:
-        from rmqtx import _accel
+        from rmqtx import _accel  # type: ignore[attr-defined]  # the optional C extension, built or not
     except ImportError:
         return None
     missing = [name for name in REQUIRED if not hasattr(_accel, name)]

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from twisted.application import service
 from twisted.python import usage
 
 from rmqtx.common.properties import load_properties
 from rmqtx.startup import StartupError, os_failure
+
+if TYPE_CHECKING:
+    from rmqtx.namesrv.service import NamesrvService
 
 
 def _read(path: str, what: str) -> dict[str, str]:
@@ -82,7 +86,7 @@ class StandaloneOptions(usage.Options):
     ]
 
 
-def make_namesrv(props: dict[str, str]) -> service.Service:
+def make_namesrv(props: dict[str, str]) -> "NamesrvService":
     from rmqtx.namesrv.config import NamesrvConfig
     from rmqtx.namesrv.service import NamesrvService
 

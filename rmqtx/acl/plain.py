@@ -11,7 +11,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
@@ -42,7 +42,7 @@ def check_perm(needed: int, owned: int) -> bool:
     return bool(needed & owned)
 
 
-def _resource_perms(items: object, is_topic: bool, into: dict[str, int]) -> None:
+def _resource_perms(items: Iterable[object] | None, is_topic: bool, into: dict[str, int]) -> None:
     for item in items or []:
         parts = [p for p in str(item).split("=") if p]
         if len(parts) != 2:

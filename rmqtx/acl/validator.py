@@ -61,53 +61,52 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
     """Resource -> permission a request needs (topics; groups as their %RETRY% topics)."""
     ext = request.ext_fields or {}
     code = request.code
-    need: dict[str, int | None] = {}
+    need: dict[str | None, int] = {}  # a resource the request leaves out is None, dropped at the end
     if code == RequestCode.SEND_MESSAGE or code == RequestCode.SEND_MESSAGE_V2:
         topic, group = (ext.get("topic"), ext.get("group")) if code == RequestCode.SEND_MESSAGE else (ext.get("b"), ext.get("a"))
         if topic is not None and topic.startswith(RETRY_PREFIX):
-            need[_retry(group)] = SUB  # type: ignore[index]
+            need[_retry(group)] = SUB
         else:
-            need[topic] = PUB  # type: ignore[index]
+            need[topic] = PUB
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
-        need[_retry(ext.get("group"))] = SUB  # type: ignore[index]
+        need[_retry(ext.get("group"))] = SUB
     elif code == RequestCode.PULL_MESSAGE:
-        need[ext.get("topic")] = SUB  # type: ignore[index]
-        need[_retry(ext.get("consumerGroup"))] = SUB  # type: ignore[index]
+        need[ext.get("topic")] = SUB
+        need[_retry(ext.get("consumerGroup"))] = SUB
     elif code == RequestCode.QUERY_MESSAGE:
-        need[ext.get("topic")] = SUB  # type: ignore[index]
+        need[ext.get("topic")] = SUB
     elif code == RequestCode.HEART_BEAT:
         try:
             data = json_object(request.body, "HeartbeatData", empty_ok=False)
             for consumer in object_list(data.get("consumerDataSet"), "consumerDataSet"):
                 need[_retry(text(consumer.get("groupName"), "groupName"))] = SUB
                 for sub in object_list(consumer.get("subscriptionDataSet"), "subscriptionDataSet"):
-                    need[text(sub.get("topic"), "topic", None)] = SUB  # type: ignore[index]
+                    need[None if sub.get("topic") is None else text(sub.get("topic"), "topic")] = SUB
         except BodyError as exc:
             raise AclRefusal(str(exc), _PARSE) from None
     elif code == RequestCode.UNREGISTER_CLIENT:
         _required(ext, "clientID")
-        need[_retry(ext.get("consumerGroup"))] = SUB  # type: ignore[index]
+        need[_retry(ext.get("consumerGroup"))] = SUB
     elif code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-        need[_retry(_required(ext, "consumerGroup"))] = SUB  # type: ignore[index]
+        need[_retry(_required(ext, "consumerGroup"))] = SUB
     elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
         group = _required(ext, "consumerGroup")
         topic = _required(ext, "topic")
         _required(ext, "queueId")
         _required(ext, "commitOffset")
-        need[_retry(group)] = SUB  # type: ignore[index]
+        need[_retry(group)] = SUB
         need[topic] = SUB
     elif code in _POP_READS:
         need[_required(ext, "topic")] = SUB
-        need[_retry(_required(ext, "consumerGroup"))] = SUB  # type: ignore[index]
+        need[_retry(_required(ext, "consumerGroup"))] = SUB
     elif code == RequestCode.RECALL_MESSAGE:  # a write to the topic (5.3's ACL 2.0 asks PUB)
         need[_required(ext, "topic")] = PUB
     elif code in _POP_ACKS:
         topic = _required(ext, "topic")
         if not topic.startswith(RETRY_PREFIX):  # an ack of a pop-retry message names %RETRY%group_topic
             need[topic] = SUB
-        need[_retry(_required(ext, "consumerGroup"))] = SUB  # type: ignore[index]
-    need.pop(None, None)  # type: ignore[call-overload]
-    return need  # type: ignore[return-value]
+        need[_retry(_required(ext, "consumerGroup"))] = SUB
+    return {resource: perm for resource, perm in need.items() if resource is not None}
 
 
 def validate(table: AclTable, request: RemotingCommand, host: str) -> None:

@@ -21,7 +21,7 @@ SYSTEM_GROUPS = (
 )
 
 
-def _coerce(kind: object, value: object) -> object:
+def _coerce(kind: object, value: Any) -> Any:
     """A bean field as its declared type; raises TypeError/ValueError for values Java refuses."""
     if kind in (bool, "bool"):
         if isinstance(value, bool):

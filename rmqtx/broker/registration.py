@@ -4,9 +4,11 @@ topic changes; unregister at stop."""
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import orjson
 from twisted.internet import defer, task
+from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 
 from rmqtx.remoting.client import RemotingClient
@@ -33,7 +35,7 @@ class NamesrvRegistrar:
         self.client = client
         self._loop: task.LoopingCall | None = None
         self._retrying: set[str] = set()
-        self._retry_calls: dict[str, object] = {}
+        self._retry_calls: dict[str, IDelayedCall] = {}
         #: Called with each NameServer's REGISTER_BROKER answer (a slave learns its master from it).
         self.on_registered: list = []
 
@@ -59,6 +61,7 @@ class NamesrvRegistrar:
 
     def _register(self, addr: str, oneway: bool) -> "defer.Deferred":
         request = self._register_request(oneway)
+        d: defer.Deferred[Any]
         if oneway:
             d = self.client.invoke_oneway(addr, request)
         else:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from twisted.application import service
 from twisted.internet import defer, task
+from twisted.internet.address import IPv4Address
 from twisted.internet.error import CannotListenError
+from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
 
 from rmqtx.broker.clients import ClientManager
@@ -57,9 +59,9 @@ class BrokerService(service.Service):
         self.config = config
         self.dispatcher = Dispatcher()
         self.factory = RemotingServerFactory(self.dispatcher, idle_timeout=config.channelExpiredTimeout / 1000)
-        self.port = None
+        self.port: IListeningPort | None = None
         self.fast_port: Any = None
-        self.grpc = None  # rmqtx.grpc.server.GrpcEndpoint when grpcPort is set
+        self.grpc: Any = None  # rmqtx.grpc.server.GrpcEndpoint when grpcPort is set
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
@@ -174,7 +176,7 @@ class BrokerService(service.Service):
         except CannotListenError as e:
             raise listen_failure("the broker", e) from None
         if ephemeral:
-            self.config.listenPort = self.port.getHost().port
+            self.config.listenPort = cast(IPv4Address, self.port.getHost()).port
         else:
             self._listen_fast(listening)
         ctx.store.start(self.reactor)
@@ -243,7 +245,7 @@ class BrokerService(service.Service):
         if self.console_port is not None:
             await self.console_port.stopListening()
         if self.port is not None:
-            await self.port.stopListening()
+            await defer.maybeDeferred(self.port.stopListening)
         if self.fast_port is not None:
             await self.fast_port.stopListening()
         if ctx is not None:

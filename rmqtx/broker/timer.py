@@ -132,7 +132,7 @@ class TimerMessageService:
         self._loops: list[task.LoopingCall] = []
         self._enqueue_call = None
         self._syncing = False
-        self._sync_d = None
+        self._sync_d: defer.Deferred[None] | None = None
         self._dirty = True
         self._slot_chain: tuple[tuple[int, int, int], list[tuple], dict[str, str]] | None = None
         self._running = False
@@ -416,7 +416,7 @@ class TimerMessageService:
     def _chain(self, first: int, last: int) -> list[tuple]:
         """The slot's units in the order they were linked."""
         assert self.files is not None
-        chain = []
+        chain: list[tuple] = []
         pos = last
         while pos >= 0 and pos >= first and len(chain) < 10_000_000:
             unit = self.files.log.unit(pos)
@@ -527,8 +527,13 @@ class TimerMessageService:
         """Stop the loops and wait for a sync in flight (before :meth:`shutdown`)."""
         self.stop()
         while self._syncing and self._sync_d is not None:
-            d, waiter = self._sync_d, defer.Deferred()
-            d.addBoth(lambda r: (waiter.callback(None), r)[1])
+            waiter: defer.Deferred[None] = defer.Deferred()
+
+            def release(result: object, waiter: defer.Deferred[None] = waiter) -> object:
+                waiter.callback(None)
+                return result
+
+            self._sync_d.addBoth(release)
             await waiter
 
     # -- clean ------------------------------------------------------------------------------

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import atexit
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 from twisted.internet import reactor, threads
+from twisted.internet.interfaces import IReactorFromThreads
 from twisted.python import threadable
 
 from rmqtx.client.config import ClientConfig
@@ -60,11 +61,13 @@ def _call(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """Run ``func`` (returning a Deferred or a value) in the reactor thread and wait for its result."""
     if threadable.isInIOThread():
         raise RuntimeError("blocking client called from the reactor thread; use the Deferred API there")
-    return threads.blockingCallFromThread(reactor, func, *args, **kwargs)
+    return threads.blockingCallFromThread(cast(IReactorFromThreads, reactor), func, *args, **kwargs)
 
 
 class _Blocking:
     """Start on enter, shut down on exit."""
+
+    _inner: Any  # the Deferred-based client each subclass wraps
 
     def __enter__(self):
         self.start()

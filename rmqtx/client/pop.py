@@ -62,6 +62,11 @@ def stamp_messages(msgs: list[MessageExt], topic: str, broker_name: str, header:
         m.topic = topic
 
 
+
+def _offset(info: keys.ExtraInfo, msg: MessageExt) -> int:
+    """The offset an ack or change names: the checkpoint's, else the message's own (as Java's client sends)."""
+    return info.msg_offset if info.msg_offset is not None else msg.queue_offset
+
 class PopConsumer(_ConsumerBase):
     """Pops, acks and changes invisible times for one group (like the 5.x SimpleConsumer)."""
 
@@ -120,7 +125,7 @@ class PopConsumer(_ConsumerBase):
         """ACK_MESSAGE; a refusal (the checkpoint is gone, the offset illegal) raises MQBrokerError."""
         addr, info = await self._target(msg)
         header = AckMessageRequestHeader(self.group, keys.real_topic(msg.topic, self.group, info.mark), info.queue_id,
-                                         msg.properties[PROPERTY_POP_CK], info.msg_offset)
+                                         msg.properties[PROPERTY_POP_CK], _offset(info, msg))
         await self._running().call(addr, RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_fields()))
 
     @deferred
@@ -130,7 +135,7 @@ class PopConsumer(_ConsumerBase):
         addr, info = await self._target(msg)
         real = keys.real_topic(msg.topic, self.group, info.mark)
         header = ChangeInvisibleTimeRequestHeader(self.group, real, info.queue_id, msg.properties[PROPERTY_POP_CK],
-                                                  info.msg_offset, int(invisible_time * 1000))
+                                                  _offset(info, msg), int(invisible_time * 1000))
         response = await self._running().call(
             addr, RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_fields()))
         answer = ChangeInvisibleTimeResponseHeader.from_command(response)

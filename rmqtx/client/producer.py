@@ -51,7 +51,7 @@ RETRY_CODES = frozenset(
         ResponseCode.NOT_IN_CURRENT_UNIT,
     }
 )
-_SEND_STATUS = {
+_SEND_STATUS: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,

@@ -12,7 +12,7 @@ from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 
-_PULL_STATUS = {
+_PULL_STATUS: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,

@@ -379,7 +379,7 @@ class _Parser:
                 raise self.fail("bad string") from None
         # single-quoted: unescape by hand
         self.pos += 1
-        out = []
+        out: list[str] = []
         text = self.text
         while self.pos < len(text):
             ch = text[self.pos]

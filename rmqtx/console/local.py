@@ -25,7 +25,11 @@ class LocalConnection:
         self._done = done
 
     def answer(self, request: RemotingCommand, response: RemotingCommand | None) -> None:
-        if not self._done.called:
+        if self._done.called:
+            return
+        if response is None:  # a handler that answers nothing (oneway) has nothing for the console
+            self._done.errback(RuntimeError(f"the broker gave no answer to code {request.code}"))
+        else:
             self._done.callback(response)
 
     def invoke_oneway(self, request: RemotingCommand) -> None:  # nothing listens at the console's end

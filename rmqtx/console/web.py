@@ -8,7 +8,7 @@ from typing import Any, Awaitable, Callable
 
 from twisted.internet import defer
 from twisted.logger import Logger
-from twisted.web import pages, resource, server, static
+from twisted.web import http, pages, resource, server, static
 
 from rmqtx.console.actions import ActionError, ConsoleActions
 from rmqtx.console.auth import Refused, check_admin, credentials
@@ -23,6 +23,11 @@ STATIC = Path(__file__).resolve().parent / "static"
 MAX_POST_BYTES = 4 * 1024 * 1024
 
 
+
+async def _awaited(work: Awaitable[Any]) -> Any:
+    """Any awaitable as the coroutine ensureDeferred takes."""
+    return await work
+
 class HttpError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -30,7 +35,8 @@ class HttpError(Exception):
 
 
 def _arg(request: server.Request, name: str, default: str = "") -> str:
-    values = (request.args or {}).get(name.encode())
+    args: dict[bytes, list[bytes]] = request.args or {}
+    values = args.get(name.encode())
     return values[0].decode("utf-8", "replace") if values else default
 
 
@@ -82,7 +88,7 @@ class ApiResource(resource.Resource):
         }
 
     def _name(self, request: server.Request) -> str:
-        return "/".join(p.decode("utf-8", "replace") for p in request.postpath if p)
+        return "/".join(p.decode("utf-8", "replace") for p in request.postpath or [] if p)
 
     def render_GET(self, request: server.Request):
         handler = self.gets.get(self._name(request))
@@ -138,7 +144,7 @@ class ApiResource(resource.Resource):
                 log.failure("console request {uri} failed", failure, uri=request.uri)
                 _json(request, 500, {"error": f"{type(exc).__name__}: {exc}"})
 
-        d = defer.ensureDeferred(work())
+        d = defer.ensureDeferred(_awaited(work()))
         d.addCallbacks(answered, failed)
 
     # -- reads --------------------------------------------------------------------------------
@@ -219,7 +225,7 @@ class ConsoleSite(server.Site):
         super().__init__(root)
         self.loopback_only = loopback_only
 
-    def log(self, request: server.Request) -> None:
+    def log(self, request: http.Request) -> None:
         return None
 
     def getResourceFor(self, request: server.Request) -> resource.Resource:

@@ -7,7 +7,7 @@ is Java's null (unknown) and only ``True`` matches.
 from __future__ import annotations
 
 import operator
-from typing import Callable
+from typing import Any, Callable
 
 from rmqtx.filter.javalang import FROM_STRING, FilterEvalError, JLong, double_cmp, jcompare, ordered_cmp
 
@@ -25,7 +25,7 @@ class Expr:
     __slots__ = ("fn", "boolean", "literal", "fixed", "value", "prop", "text", "junction", "terms")
 
     def __init__(self, fn: Evaluator, *, boolean: bool = False, literal: bool = False,
-                 fixed: bool = False, value: object = None, prop: str | None = None) -> None:
+                 fixed: bool = False, value: Any = None, prop: str | None = None) -> None:
         self.fn = fn
         self.boolean = boolean      # Java BooleanExpression
         self.literal = literal      # Java ConstantExpression (what the operand checks look at)
@@ -226,7 +226,7 @@ def in_(e: Expr, values: list[str], negated: bool) -> Expr:
                 boolean=True)
 
 
-_STRING_TESTS = {"CONTAINS": operator.contains, "STARTSWITH": str.startswith, "ENDSWITH": str.endswith}
+_STRING_TESTS: dict[str, Callable[[str, str], bool]] = {"CONTAINS": operator.contains, "STARTSWITH": str.startswith, "ENDSWITH": str.endswith}
 
 
 def string_test(kind: str, e: Expr, search: str, negated: bool) -> Expr:

@@ -8,6 +8,8 @@ message properties are always strings, converted on demand the way
 """
 from __future__ import annotations
 
+from typing import Any
+
 import math
 import re
 
@@ -101,7 +103,7 @@ def double_cmp(a: float, b: float) -> int:
 FROM_STRING = {bool: parse_bool, int: parse_int, JLong: parse_long, float: parse_double}
 
 
-def jcompare(lv: object, rv: object) -> int:
+def jcompare(lv: Any, rv: Any) -> int:
     """ComparisonExpression.__compare with string conversion on; both values non-null.
 
     Mixed types are promoted (string to the other side's type, Integer/Long to Double);

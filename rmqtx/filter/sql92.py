@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from rmqtx.filter import expression as ex
 from rmqtx.filter.javalang import INT_MAX, LONG_MAX, FilterEvalError, JLong
@@ -71,6 +71,7 @@ class _Lexer:
             self.pos = pos
             return Token("EOF", "", pos)
         ch = text[pos]
+        m: re.Match[str] | None
         if ch.isascii() and (ch.isdigit() or ch == "."):
             dec, flt = _DECIMAL.match(text, pos), _FLOAT.match(text, pos)
             if flt and (not dec or flt.end() > dec.end()):
@@ -250,11 +251,11 @@ class _Parser:
             if value > LONG_MAX:
                 raise FilterSyntaxError(f"integer literal {tok.text} exceeds the long range", self.text, tok.pos)
             return value if value <= INT_MAX else JLong(value)
-        value = float(tok.text)
-        if value == float("inf") or value < 5e-324:
+        real = float(tok.text)
+        if real == float("inf") or real < 5e-324:
             raise FilterSyntaxError(f"float literal {tok.text} is outside Java's positive double range",
                                     self.text, tok.pos)
-        return value
+        return real
 
 
 class CompiledExpression:
@@ -269,7 +270,7 @@ class CompiledExpression:
 
     def evaluate(self, properties: dict[str, str] | None) -> bool | None:
         """Java's three-valued result; raises FilterEvalError where Java's evaluate throws."""
-        return self._fn(properties or {})
+        return cast("bool | None", self._fn(properties or {}))  # a compiled selector's root is boolean
 
     def matches(self, properties: dict[str, str] | None) -> bool:
         """Only TRUE matches: unknown (null) and evaluation errors do not, as in the Java broker."""

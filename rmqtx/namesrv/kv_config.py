@@ -16,6 +16,7 @@ from twisted.logger import Logger
 
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap
+from twisted.python.failure import Failure
 
 log = Logger(namespace="rmqtx.namesrv.kv")
 
@@ -92,7 +93,7 @@ class KVConfigManager:
         def write(_: object) -> defer.Deferred:
             return self._defer_to_thread(write_atomically, path, content)
 
-        def failed(failure: object) -> None:
+        def failed(failure: Failure) -> None:
             log.failure("persist kvconfig failed, {path}", failure, path=path)
 
         self._last_write = self._last_write.addCallback(write).addErrback(failed)

@@ -72,7 +72,7 @@ class NamesrvService(service.MultiService):
     def announce_boot(self) -> None:
         assert self.port is not None
         log.info("The Name Server boot success. listening on {host}:{port}",
-                 host=self.config.listenAddress, port=self.port.getHost().port)
+                 host=self.config.listenAddress, port=getattr(self.port.getHost(), "port", self.config.listenPort))
 
     def scan_not_active_broker(self) -> None:
         """Drop silent brokers and close their connections."""

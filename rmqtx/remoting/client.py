@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Callable
 
 from twisted.internet import defer, protocol
-from twisted.internet.interfaces import IReactorTCP
+from twisted.internet.interfaces import IOpenSSLClientConnectionCreator, IReactorTCP
+from twisted.python.failure import Failure
 from twisted.logger import Logger
 
 from rmqtx.remoting.codes import ResponseCode
@@ -45,7 +46,7 @@ class RemotingClient:
         connect_timeout: float = 3.0,
         dispatcher: Dispatcher | None = None,
         signer: "Callable[[RemotingCommand], None] | None" = None,
-        tls: object | None = None,
+        tls: IOpenSSLClientConnectionCreator | None = None,
     ) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -86,7 +87,7 @@ class RemotingClient:
             for w in self._connecting.pop(addr, []):
                 w.callback(proto)
 
-        def failed(failure: object) -> None:
+        def failed(failure: Failure) -> None:
             for w in self._connecting.pop(addr, []):
                 w.errback(failure)
 

@@ -7,9 +7,10 @@ responses complete the Deferred waiting on their opaque. Either side may send re
 from __future__ import annotations
 
 import struct
-from typing import Awaitable, Callable, Union
+from typing import Any, Awaitable, Callable, Union
 
-from twisted.internet import defer, error, protocol, tcp
+from twisted.internet import defer, protocol, tcp
+from twisted.internet.interfaces import IConsumer, IPushProducer, ITCPTransport
 from twisted.logger import Logger
 from twisted.protocols.basic import Int32StringReceiver
 from twisted.protocols.policies import TimeoutMixin
@@ -26,6 +27,11 @@ _LENGTH = struct.Struct(">i")
 
 HandlerResult = Union[RemotingCommand, None, "defer.Deferred[RemotingCommand | None]", Awaitable]
 Handler = Callable[[RemotingCommand, "RemotingProtocol"], HandlerResult]
+
+
+class IStreamTransport(ITCPTransport, IConsumer, IPushProducer):
+    """What Twisted's TCP connections (TLS-wrapped or not) provide; the protocols here type their
+    ``transport`` so (Protocol declares it Optional, but it is set before any callback runs)."""
 
 
 class RemotingError(Exception):
@@ -98,7 +104,7 @@ class Dispatcher:
         if type(result) is RemotingCommand:
             conn.answer(request, result)
         elif isinstance(result, defer.Deferred) or hasattr(result, "__await__"):
-            d = defer.ensureDeferred(result) if not isinstance(result, defer.Deferred) else result
+            d = result if isinstance(result, defer.Deferred) else defer.ensureDeferred(result)  # type: ignore[arg-type]
             d.addCallbacks(
                 lambda resp: conn.answer(request, resp),
                 lambda f: conn.answer(request, self._error_response(request, f, conn)),
@@ -124,6 +130,8 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
     """One remoting connection: decodes frames, dispatches requests, matches responses."""
 
     MAX_LENGTH = MAX_FRAME_BYTES - 4
+    #: Set by makeConnection before any other callback runs; a TCP (or TLS-wrapped TCP) transport.
+    transport: IStreamTransport
 
     def __init__(self, dispatcher: Dispatcher | None = None, idle_timeout: float | None = None) -> None:
         self.dispatcher = dispatcher
@@ -131,7 +139,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         self.pending: dict[int, defer.Deferred[RemotingCommand]] = {}
         self.closed = False
         self.closing = False
-        self.attributes: dict[str, object] = {}  # per-connection data of the services (client ids...)
+        self.attributes: dict[str, Any] = {}  # per-connection data of the services (client ids...)
         self._close_waiters: list[defer.Deferred[None]] = []
         self._unprocessed = b""
         self._out: list[bytes] | None = None  # frames written while one read is handled
@@ -343,10 +351,6 @@ class RemotingServerFactory(protocol.ServerFactory):
             conn.transport.loseConnection()
 
 
-def is_connection_error(failure: Failure) -> bool:
-    return failure.check(error.ConnectionError, ConnectionClosedError) is not None
-
-
 _held: list[RemotingProtocol] | None = None  # connections whose writes batch_writes holds
 
 
@@ -360,7 +364,8 @@ def batch_writes(fn: Callable[[], None]) -> None:
     if _held is not None:  # nested: the outer call sends
         fn()
         return
-    _held = held = []
+    held: list[RemotingProtocol] = []
+    _held = held
     try:
         fn()
     finally:

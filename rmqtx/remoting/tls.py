@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from twisted.internet import protocol
+from twisted.internet.interfaces import IProtocol, ITCPTransport
 from twisted.logger import Logger
 from twisted.protocols.policies import TimeoutMixin
 
@@ -154,12 +155,13 @@ class TlsClientSettings:
 
 
 class _Sniffer(protocol.Protocol, TimeoutMixin):
+    transport: ITCPTransport
     """Looks at a connection's first byte, then hands the connection to the TLS or the plain protocol."""
 
     def __init__(self, factory: "TlsServerFactory", addr: Any) -> None:
         self.owner = factory
         self.addr = addr
-        self.inner: protocol.Protocol | None = None
+        self.inner: IProtocol | None = None
         self.refused = False
 
     def connectionMade(self) -> None:
@@ -174,6 +176,7 @@ class _Sniffer(protocol.Protocol, TimeoutMixin):
             if self.refused or not data:
                 return
             self.setTimeout(None)
+            inner: IProtocol | None
             if data[0] == TLS_HANDSHAKE_RECORD:
                 inner = self.owner.tls_factory.buildProtocol(self.addr)
             elif self.owner.mode == "enforcing":
@@ -185,6 +188,9 @@ class _Sniffer(protocol.Protocol, TimeoutMixin):
                 return
             else:
                 inner = self.owner.plain.buildProtocol(self.addr)
+            if inner is None:  # a factory may refuse a connection
+                self.transport.loseConnection()
+                return
             self.inner = inner
             inner.makeConnection(self.transport)
             if getattr(self.transport, "protocol", None) is self:

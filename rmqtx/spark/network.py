@@ -341,7 +341,8 @@ class NetworkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     out += split(q, cluster.min_offset(q), stop, self.opts.per_partition, False)
         if "startingTimestamp" in self.opts.options:  # the initial offsets were backed off: cut by time
             for part in out:
-                part.min_ms = _time(self.opts.options["startingTimestamp"])
+                if isinstance(part, QueueRange):
+                    part.min_ms = _time(self.opts.options["startingTimestamp"])
         return out
 
     def _queue(self, topic: str, key: str, cluster: Cluster | None = None) -> Queue:

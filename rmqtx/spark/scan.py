@@ -263,7 +263,7 @@ def _locate(buf: np.ndarray, starts: np.ndarray) -> dict[str, np.ndarray]:
 
 def _crc(buf: np.ndarray, body_pos: np.ndarray, body_len: np.ndarray) -> np.ndarray:
     """CRC32 of each stored body (zlib per record: CRC cannot be vectorised in numpy)."""
-    mv = memoryview(buf)
+    mv = buf.data  # the array's own bytes
     return np.fromiter((zlib.crc32(mv[p:p + n]) & 0x7FFFFFFF for p, n in zip(body_pos.tolist(), body_len.tolist())),
                        np.int64, len(body_pos))
 

@@ -55,6 +55,8 @@ def _message(row, default_topic: str | None):
 
     d = row.asDict()
     topic = d.get("topic") or default_topic
+    if not topic:
+        raise ValueError("a row without a topic, and no option('topic', ...)")
     body = d["body"]
     if body is None:
         body = b""

@@ -28,7 +28,7 @@ from rmqtx.remoting.headers import (
 from rmqtx.remoting.serializer import decode_frame_payload, encode_frame
 
 _LEN = struct.Struct(">i")
-PULL_STATUS = {ResponseCode.SUCCESS: "found", ResponseCode.PULL_NOT_FOUND: "none",
+PULL_STATUS: dict[int, str] = {ResponseCode.SUCCESS: "found", ResponseCode.PULL_NOT_FOUND: "none",
                ResponseCode.PULL_RETRY_IMMEDIATELY: "unmatched", ResponseCode.PULL_OFFSET_MOVED: "moved"}
 
 

@@ -18,6 +18,7 @@ from twisted.logger import Logger
 from zope.interface import implementer
 
 from rmqtx.broker.ha import wire
+from rmqtx.remoting.protocol import IStreamTransport
 from rmqtx.store.replica import read_for_transfer, transfer_start
 from rmqtx.store.results import PutResult, PutStatus
 
@@ -39,6 +40,8 @@ def _now_ms() -> int:
 @implementer(IPushProducer)
 class HAConnection(protocol.Protocol):
     """One slave: reads its offset reports, writes commit log frames while the socket takes them."""
+
+    transport: IStreamTransport
 
     def __init__(self, service: "HAMasterService") -> None:
         self.service = service

@@ -14,6 +14,7 @@ from twisted.internet import protocol, task
 from twisted.logger import Logger
 
 from rmqtx.broker.ha import wire
+from rmqtx.remoting.protocol import IStreamTransport
 from rmqtx.store.replica import ReplicaAppender
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ def _now_ms() -> int:
 
 class HAClientProtocol(protocol.Protocol):
     """One connection to the master."""
+
+    transport: IStreamTransport
 
     def __init__(self, client: "HAClient") -> None:
         self.client = client

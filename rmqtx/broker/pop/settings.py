@@ -4,6 +4,7 @@ so they stay out of BrokerConfig and GET_BROKER_CONFIG's 4.9.8 key list)."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 from dataclasses import dataclass
 
 from rmqtx.common.properties import parse_bool
@@ -27,7 +28,7 @@ class PopSettings:
             raw = props.get(f.name)
             if raw is None:
                 continue
-            kind = type(f.default)
+            kind: Any = type(f.default)  # each field's default tells how to parse it (bool, int or str)
             try:
                 values[f.name] = parse_bool(raw) if kind is bool else kind(raw.strip())
             except ValueError:

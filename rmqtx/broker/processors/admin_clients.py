@@ -8,6 +8,7 @@ the admin CONSUME_MSG_TIMEOUT, as Java answers.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from rmqtx.broker.clients import ClientChannel
 from rmqtx.broker.context import BrokerContext
@@ -158,6 +159,7 @@ class ClientAdminProcessor:
                 ResponseCode.CONSUMER_NOT_ONLINE,
                 f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {header.timestamp}",
             )
+        client_body: dict[str, Any]
         if request.language == "CPP":
             client_body = {"offsetTable": [{**mq_json(mq), "offset": offset} for mq, offset in entries]}
         else:

@@ -96,7 +96,7 @@ class DeliveryProcessor:
         data = json_object(request.body, "LockBatchRequestBody")
         with body_shape("LockBatchRequestBody"):
             mqs = [
-                (text(m.get("topic"), "topic"), text(m.get("brokerName"), "brokerName"), int(m.get("queueId")))
+                (text(m.get("topic"), "topic"), text(m.get("brokerName"), "brokerName"), int(m.get("queueId")))  # type: ignore[arg-type]  # None: TypeError, a BodyError
                 for m in object_list(data.get("mqSet"), "mqSet")
             ]
             return text(data.get("consumerGroup"), "consumerGroup"), text(data.get("clientId"), "clientId"), mqs

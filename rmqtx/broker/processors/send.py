@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.ha.role import disk_util, wait_for_replica
@@ -17,6 +18,7 @@ from rmqtx.common.message import (
     properties_to_string,
 )
 from rmqtx.common.sysflag import TRANSACTION_MASK
+from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import (
     DLQ_PREFIX,
     PERM_READ,
@@ -75,7 +77,7 @@ _NOT_AVAILABLE = (
 class SendProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
-        self._checked: dict[str, object] = {}  # topic -> its TopicConfig when it last passed _check
+        self._checked: dict[str, TopicConfig] = {}  # topic -> its TopicConfig when it last passed _check
 
     def table(self) -> dict:
         return {
@@ -133,14 +135,15 @@ class SendProcessor:
         topic = header.topic
         tc = self._checked.get(topic)
         # a topic that passed every check before, still the same config object and writable
-        if tc is None or tc is not self.ctx.topics.table.get(topic) or header.queueId >= tc.writeQueueNums or not (
+        if tc is None or header.queueId >= tc.writeQueueNums or not (
             tc.perm & PERM_WRITE and self.ctx.config.brokerPermission & PERM_WRITE
-        ):
+        ) or tc is not self.ctx.topics.table.get(topic):
             tc, error = self._check(request, header, conn)
             if error is not None:
                 return error
             if len(self._checked) < 10000:
                 self._checked[topic] = tc
+        assert tc is not None  # _check gives a config or an error
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
         if topic.startswith(RETRY_PREFIX):
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)
@@ -219,7 +222,7 @@ class SendProcessor:
             return None
         return self._answer(result, request, reply_queue)
 
-    def _answer_synced(self, result: PutResult, waiting: tuple) -> None:
+    def _answer_synced(self, result: PutResult, waiting: Any) -> None:  # waiting: what process() passed
         request, conn, queue_id, recall = waiting
         status = result.status
         code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)
@@ -288,7 +291,7 @@ def _born_host(conn: RemotingProtocol) -> tuple[str, int]:
     if born is None:
         peer = conn.transport.getPeer()
         born = conn.attributes[_BORN_HOST] = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))
-    return born  # type: ignore[return-value]
+    return born
 
 
 _BORN_HOST = "send.born_host"

@@ -90,6 +90,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
             rows = lag(spark, args.store).cache()
             rows.show(1 << 20, truncate=False)
             total = rows.agg(F.countDistinct("group").alias("g"), F.count("*").alias("q"), F.sum("lag").alias("lag")).first()
+            assert total is not None  # an aggregate always has its one row
             progress.done(f"{total['g']} groups, {total['q']} queues, total lag {total['lag'] or 0} messages")
             return 0
         filters = {"topics": args.topics, "start": args.start_time, "end": args.end_time}
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None, spark: SparkSession | None = None) -> in
             rows = stats(spark, args.store, **filters).cache()
             rows.show(1 << 20, truncate=False)
             total = rows.agg(F.count("*").alias("t"), F.sum("messages").alias("m"), F.sum("bytes").alias("b")).first()
+            assert total is not None
             progress.done(f"{total['t']} topics, {total['m'] or 0} messages, {size_text(total['b'] or 0)} stored")
         return 0
     finally:
