@@ -1,0 +1,146 @@
+"""The proxy's checks on the gRPC endpoint, as Apache 5.x's proxy answers them (raw grpcio with the SDK's
+stubs): control characters, system names and sizes of a message's tag, keys and user properties; a body
+of exactly maxMessageSize stored with its properties (remoting and gRPC alike)."""
+
+from __future__ import annotations
+
+import os
+import unittest
+from typing import Any
+
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue
+from tests.ha.harness import Sender
+
+METADATA = (("x-mq-client-id", "rmqtx-checks@1"),)
+TOPIC = "GRPC_CHECKS"
+FOUR_MIB = 4 * 1024 * 1024
+
+
+class _Endpoint(unittest.TestCase):
+    conf: dict[str, str] = {}
+
+    def setUp(self) -> None:
+        os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))
+        import grpc
+
+        from rmqtx.grpc import stubs
+
+        self.grpc = grpc
+        self.d, self.s, self.service = stubs.load()
+        self.server = grpc_standalone(**self.conf).start()
+        self.server.create_topic(TOPIC, 1)
+        # room for a 4 MiB body coming back (grpcio's clients take 4 MiB messages by default)
+        self.channel = grpc.insecure_channel(self.server.grpc, options=[("grpc.max_receive_message_length", 64 << 20),
+                                                                        ("grpc.max_send_message_length", 64 << 20)])
+        self.stub = self.service.MessagingServiceStub(self.channel)
+
+    def tearDown(self) -> None:
+        self.channel.close()
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        if not clean:
+            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+
+    def code(self, name: str) -> int:
+        return self.d.Code.Value(name)
+
+    def send(self, message_id: str, body: bytes = b"x", props: dict[str, str] | None = None, **sysp: Any) -> Any:
+        d, s = self.d, self.s
+        msg = d.Message(topic=d.Resource(name=TOPIC), body=body, user_properties=props or {},
+                        system_properties=d.SystemProperties(message_type=d.MessageType.NORMAL, message_id=message_id,
+                                                             **sysp))
+        return self.stub.SendMessage(s.SendMessageRequest(messages=[msg]), metadata=METADATA, timeout=20)
+
+    def receive(self, group: str, invisible_ms: int | None, poll_s: int = 1, **extra: Any) -> list:
+        d, s = self.d, self.s
+        request = s.ReceiveMessageRequest(group=d.Resource(name=group), batch_size=16,
+                                          message_queue=d.MessageQueue(topic=d.Resource(name=TOPIC), id=-1),
+                                          filter_expression=d.FilterExpression(type=d.FilterType.TAG, expression="*"),
+                                          **extra)
+        if invisible_ms is not None:
+            request.invisible_duration.FromMilliseconds(invisible_ms)
+        request.long_polling_timeout.FromSeconds(poll_s)
+        return list(self.stub.ReceiveMessage(request, metadata=METADATA, timeout=poll_s + 10))
+
+    def change(self, group: str, handle: str, invisible_ms: int) -> Any:
+        d, s = self.d, self.s
+        request = s.ChangeInvisibleDurationRequest(group=d.Resource(name=group), topic=d.Resource(name=TOPIC),
+                                                   message_id="01", receipt_handle=handle)
+        request.invisible_duration.FromMilliseconds(invisible_ms)
+        return self.stub.ChangeInvisibleDuration(request, metadata=METADATA, timeout=5)
+
+
+class MessageChecksTest(_Endpoint):
+    def test_tag_keys_and_user_properties(self) -> None:
+        """Each refusal with the proxy's code and message; what passes is stored."""
+        big = "v" * (16 * 1024 - len("big") - len("t"))  # key, value and tag: exactly 16 KiB
+        cases: list[tuple[str, dict, dict, str, str]] = [
+            ("01T1", {"tag": "a\x01b"}, {}, "ILLEGAL_MESSAGE_TAG", "tag cannot contain control character"),
+            ("01T2", {"tag": " \t"}, {}, "ILLEGAL_MESSAGE_TAG", "tag cannot be the char sequence of whitespace"),
+            ("01T3", {"tag": "a|b"}, {}, "ILLEGAL_MESSAGE_TAG", "tag cannot contain '|'"),
+            ("01K1", {"keys": ["good", "k\x02"]}, {}, "ILLEGAL_MESSAGE_KEY", "key cannot contain control character"),
+            ("01K2", {"keys": ["  "]}, {}, "ILLEGAL_MESSAGE_KEY", "key cannot be the char sequence of whitespace"),
+            ("01P1", {}, {"a\x03": "v"}, "ILLEGAL_MESSAGE_PROPERTY_KEY",
+             "the key of property cannot contain control character"),
+            ("01P2", {}, {"a": "v\x7f"}, "ILLEGAL_MESSAGE_PROPERTY_KEY",
+             "the value of property cannot contain control character"),
+            ("01P3", {}, {"a": "v\u0085"}, "ILLEGAL_MESSAGE_PROPERTY_KEY",
+             "the value of property cannot contain control character"),
+            ("01S1", {}, {"UNIQ_KEY": "mine"}, "ILLEGAL_MESSAGE_PROPERTY_KEY", "property is used by system: UNIQ_KEY"),
+            ("01S2", {}, {"DELAY": "3"}, "ILLEGAL_MESSAGE_PROPERTY_KEY", "property is used by system: DELAY"),
+            ("01N1", {}, {f"p{i}": "v" for i in range(129)}, "MESSAGE_PROPERTIES_TOO_LARGE",
+             "too many user properties, max is 128"),
+            ("01Z1", {"tag": "t"}, {"big": big + "v"}, "MESSAGE_PROPERTIES_TOO_LARGE",
+             "the total size of user property is too large, max is 16384"),
+            ("01Z2", {"tag": "t", "keys": ["k"]}, {"big": big}, "MESSAGE_PROPERTIES_TOO_LARGE",
+             "the total size of user property is too large, max is 16384"),
+        ]
+        for message_id, sysp, props, code, message in cases:
+            answer = self.send(message_id, props=props, **sysp)
+            self.assertEqual((answer.status.code, answer.status.message), (self.code(code), message), message_id)
+            self.assertEqual([e.status.code for e in answer.entries], [self.code(code)], message_id)
+        passing = [
+            ("01OK1", {"tag": "t"}, {"big": big}),  # 16 KiB exactly
+            ("01OK2", {"tag": "two words"}, {}),  # whitespace inside a tag is no refusal (the proxy's rule)
+            ("01OK3", {}, {f"p{i}": "v" for i in range(128)}),
+            ("01OK4", {"keys": ["k1", "k2"]}, {"unicode": "h\u00e9llo \u4e16\u754c"}),
+        ]
+        for message_id, sysp, props in passing:
+            answer = self.send(message_id, props=props, **sysp)
+            self.assertEqual(answer.status.code, self.code("OK"), f"{message_id}: {answer.status.message}")
+        stored = {m.properties.get("UNIQ_KEY"): m for m in pull_queue(self.server.broker, TOPIC, 0)}
+        self.assertEqual(sorted(stored), ["01OK1", "01OK2", "01OK3", "01OK4"], "nothing refused was stored")
+        self.assertEqual(stored["01OK1"].properties["big"], big)
+        self.assertEqual(stored["01OK2"].properties["TAGS"], "two words")
+        self.assertEqual(stored["01OK3"].properties["p127"], "v")
+
+    def test_body_of_max_message_size_with_properties(self) -> None:
+        """A body of exactly maxMessageSize (4 MiB) with tag, keys and properties is stored and read back whole,
+        over gRPC and over a 4.x remoting send; a byte more is refused, as Apache's proxy and store judge."""
+        body = bytes(range(256)) * (FOUR_MIB // 256)
+        props = {f"prop{i}": "p" * 100 for i in range(20)}
+        sent = self.send("01BIG", body=body, props=props, tag="Big", keys=["big-key"])
+        self.assertEqual(sent.status.code, self.code("OK"), sent.status.message)
+        over = self.send("01BIGGER", body=body + b"!")
+        self.assertEqual((over.status.code, over.status.message),
+                         (self.code("MESSAGE_BODY_TOO_LARGE"), f"message body cannot exceed the max {FOUR_MIB}"))
+        sender = Sender(self.server.broker, "P_big")
+        self.addCleanup(sender.sock.close)
+        remoting = sender.send(TOPIC, body[::-1], 0, UNIQ_KEY="01BIGREMOTING", TAGS="Big", KEYS="k", **props)
+        self.assertEqual(remoting.code, 0, remoting.remark)
+        refused = sender.send(TOPIC, body + b"!", 0, UNIQ_KEY="01BIGGERREMOTING")
+        self.assertEqual(refused.code, 13, "MESSAGE_ILLEGAL: over maxMessageSize")
+        stored = {m.properties.get("UNIQ_KEY"): m for m in pull_queue(self.server.broker, TOPIC, 0)}
+        self.assertEqual(sorted(stored), ["01BIG", "01BIGREMOTING"])
+        self.assertEqual(stored["01BIG"].body, body)
+        self.assertEqual(stored["01BIG"].properties["prop19"], "p" * 100)
+        self.assertEqual(stored["01BIGREMOTING"].body, body[::-1])
+        got: dict[str, Any] = {}
+        for _ in range(4):  # a pop hands out what fits its transfer limit: one such message at a time
+            answers = self.receive("GID_big", 30_000, poll_s=2)
+            got.update((r.message.system_properties.message_id, r.message) for r in answers if r.HasField("message"))
+        self.assertEqual(sorted(got), ["01BIG", "01BIGREMOTING"])
+        self.assertEqual(got["01BIG"].body, body)
+        self.assertEqual(got["01BIG"].system_properties.tag, "Big")
+        self.assertEqual(dict(got["01BIG"].user_properties), props)
