@@ -1,10 +1,12 @@
 """The proxy's checks on the gRPC endpoint, as Apache 5.x's proxy answers them (raw grpcio with the SDK's
 stubs): control characters, system names and sizes of a message's tag, keys and user properties; a body
-of exactly maxMessageSize stored with its properties (remoting and gRPC alike)."""
+of exactly maxMessageSize stored with its properties (remoting and gRPC alike); the invisible time's
+bounds; an ack with an expired receipt handle."""
 
 from __future__ import annotations
 
 import os
+import time
 import unittest
 from typing import Any
 
@@ -144,3 +146,42 @@ class MessageChecksTest(_Endpoint):
         self.assertEqual(got["01BIG"].body, body)
         self.assertEqual(got["01BIG"].system_properties.tag, "Big")
         self.assertEqual(dict(got["01BIG"].user_properties), props)
+
+
+class InvisibleTimeTest(_Endpoint):
+    def test_bounds_and_an_expired_receipt_handle(self) -> None:
+        """ReceiveMessage: 10 s to 12 h (an auto-renewing receive is not checked); ChangeInvisibleDuration: 0 to
+        12 h; an ack with a handle whose invisible time is over: INVALID_RECEIPT_HANDLE, entry and summary."""
+        group = "GID_bounds"
+        for invisible_ms, message in ((9_999, "the invisibleTime is too small. min is 10000"),
+                                      (None, "the invisibleTime is too small. min is 10000"),
+                                      (12 * 3600 * 1000 + 1, "the invisibleTime is too large. max is 43200000")):
+            answers = self.receive(group, invisible_ms, poll_s=0)
+            self.assertEqual([(r.status.code, r.status.message) for r in answers],
+                             [(self.code("ILLEGAL_INVISIBLE_TIME"), message)], invisible_ms)
+        renewing = self.receive(group, None, poll_s=0, auto_renew=True)
+        self.assertEqual([r.status.code for r in renewing], [self.code("MESSAGE_NOT_FOUND")])
+        self.assertEqual(self.send("01EXP").status.code, self.code("OK"))
+        answers = self.receive(group, 10_000, poll_s=3)
+        messages = [r.message for r in answers if r.HasField("message")]
+        self.assertEqual([m.system_properties.message_id for m in messages], ["01EXP"])
+        handle = messages[0].system_properties.receipt_handle
+        for invisible_ms, message in ((-1, "the invisibleTime is too small. min is 0"),
+                                      (12 * 3600 * 1000 + 1, "the invisibleTime is too large. max is 43200000")):
+            answer = self.change(group, handle, invisible_ms)
+            self.assertEqual((answer.status.code, answer.status.message), (self.code("ILLEGAL_INVISIBLE_TIME"), message))
+        changed = self.change(group, handle, 1_000)
+        self.assertEqual(changed.status.code, self.code("OK"), changed.status.message)
+        time.sleep(1.5)
+        d, s = self.d, self.s
+        ack = self.stub.AckMessage(s.AckMessageRequest(
+            group=d.Resource(name=group), topic=d.Resource(name=TOPIC),
+            entries=[s.AckMessageEntry(message_id="01EXP", receipt_handle=changed.receipt_handle)]),
+            metadata=METADATA, timeout=5)
+        expired = "org.apache.rocketmq.proxy.common.ProxyException: receipt handle is expired"
+        self.assertEqual((ack.status.code, ack.status.message),
+                         (self.code("INVALID_RECEIPT_HANDLE"), "INVALID_RECEIPT_HANDLE"))
+        self.assertEqual([(e.status.code, e.status.message) for e in ack.entries],
+                         [(self.code("INVALID_RECEIPT_HANDLE"), expired)])
+        late = self.change(group, changed.receipt_handle, 20_000)
+        self.assertEqual((late.status.code, late.status.message), (self.code("INVALID_RECEIPT_HANDLE"), expired))
