@@ -522,11 +522,11 @@ class GrpcEndpoint(service.Service):
     def startService(self) -> None:
         import grpc
 
-        from rmqtx.remoting.tls import TlsServerSettings
+        from rmqtx.grpc.tls import grpc_server_settings
 
         _, _, service_grpc = stubs.load()
         servicer = MessagingServicer(self.backend, self.reactor)
-        tls = TlsServerSettings.from_properties(self.broker.config.properties)
+        tls = grpc_server_settings(self.broker.config.properties)
         interceptors = []
         if self.broker.acl is not None:  # on or off for the broker's life: no wrapper at all when off
             from rmqtx.grpc.security import AclInterceptor

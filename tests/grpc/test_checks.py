@@ -1,21 +1,37 @@
 """The proxy's checks on the gRPC endpoint, as Apache 5.x's proxy answers them (raw grpcio with the SDK's
 stubs): control characters, system names and sizes of a message's tag, keys and user properties; a body
 of exactly maxMessageSize stored with its properties (remoting and gRPC alike); the invisible time's
-bounds; an ack with an expired receipt handle."""
+bounds; an ack with an expired receipt handle; and a gRPC port that takes TLS and plain clients when
+no TLS setting is made."""
 
 from __future__ import annotations
 
 import os
+import socket
+import ssl
 import time
 import unittest
 from typing import Any
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue, run_driver
 from tests.ha.harness import Sender
 
 METADATA = (("x-mq-client-id", "rmqtx-checks@1"),)
 TOPIC = "GRPC_CHECKS"
 FOUR_MIB = 4 * 1024 * 1024
+
+
+def endpoint_certificate(addr: str) -> bytes:
+    """The PEM certificate a TLS handshake with ``addr`` shows (offering h2, as a gRPC client does)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    context.set_alpn_protocols(["h2"])
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as raw, context.wrap_socket(raw) as tls:
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return ssl.DER_cert_to_PEM_cert(der).encode()
 
 
 class _Endpoint(unittest.TestCase):
@@ -185,3 +201,56 @@ class InvisibleTimeTest(_Endpoint):
                          [(self.code("INVALID_RECEIPT_HANDLE"), expired)])
         late = self.change(group, changed.receipt_handle, 20_000)
         self.assertEqual((late.status.code, late.status.message), (self.code("INVALID_RECEIPT_HANDLE"), expired))
+
+
+class DefaultTlsTest(unittest.TestCase):
+    """No TLS setting: the gRPC port takes TLS clients (as the Java 5.x SDK connects by default) and plain ones,
+    as Apache's proxy does; tls.server.mode=disabled still makes it plain only."""
+
+    def setUp(self) -> None:
+        os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))
+        from rmqtx.grpc import stubs
+
+        self.d, self.s, self.service = stubs.load()
+
+    def _start(self, **conf: str) -> Any:
+        server = grpc_standalone(**conf).start()
+
+        def stop() -> None:
+            clean = server.stop()
+            log = server.log()
+            server.close()
+            self.assertTrue(clean, f"standalone with gRPC did not shut down cleanly\n{log}")
+
+        self.addCleanup(stop)
+        server.create_topic(TOPIC, 1)
+        return server
+
+    def _route(self, channel: Any) -> int:
+        stub = self.service.MessagingServiceStub(channel)
+        return stub.QueryRoute(self.s.QueryRouteRequest(topic=self.d.Resource(name=TOPIC)), metadata=METADATA,
+                               timeout=10).status.code
+
+    def test_tls_and_plain_on_the_default_port(self) -> None:
+        import grpc
+
+        server = self._start()
+        ok = self.d.Code.Value("OK")
+        with grpc.insecure_channel(server.grpc) as channel:
+            self.assertEqual(self._route(channel), ok, "a plain client")
+        cert = endpoint_certificate(server.grpc)  # the self-signed one made at start, naming 127.0.0.1
+        with grpc.secure_channel(server.grpc, grpc.ssl_channel_credentials(cert)) as channel:
+            self.assertEqual(self._route(channel), ok, "a TLS client, the certificate checked")
+        # the 5.x Python SDK both ways (over TLS it trusts the certificate the endpoint shows)
+        for tls in (True, False):
+            events = run_driver({"op": "send", "endpoint": server.grpc, "topic": TOPIC, "tls": tls,
+                                 "messages": [{"body": f"tls={tls}"}]})
+            self.assertEqual([e["body"] for e in events if e["event"] == "sent"], [f"tls={tls}"])
+        bodies = sorted(m.body for m in pull_queue(server.broker, TOPIC, 0))
+        self.assertEqual(bodies, [b"tls=False", b"tls=True"])
+        # an operator's tls.server.mode still rules: disabled is plain only
+        plain = self._start(**{"tls.server.mode": "disabled"})
+        with grpc.insecure_channel(plain.grpc) as channel:
+            self.assertEqual(self._route(channel), ok)
+        with self.assertRaises(OSError):
+            endpoint_certificate(plain.grpc)
