@@ -114,6 +114,9 @@ class CommitLog:
             if total > self.max_record_size:
                 return PutResult(PutStatus.MESSAGE_ILLEGAL,
                                  remark=f"message size {total} exceeds {self.max_record_size}"), None
+        if total + R.END_FILE_MIN_BLANK_LENGTH > self.file_size:  # no file could ever hold it (a small mappedFileSizeCommitLog)
+            return PutResult(PutStatus.UNKNOWN_ERROR,
+                             remark=f"message size {total} does not fit a commit log file of {self.file_size}"), None
         key = (msg.topic, msg.queue_id)
         queued = (sys_flag & R.TRANSACTION_MASK) not in _NO_QUEUE
         qo = self.topic_queue_table.get(key, 0) if queued else 0

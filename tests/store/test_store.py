@@ -173,6 +173,14 @@ class WriteReadTest(unittest.TestCase):
         self.assertEqual((over.status, over.remark), (PutStatus.MESSAGE_ILLEGAL,
                                                       "message body size 1001 exceeds maxMessageSize 1000"))
 
+    def test_record_larger_than_a_commit_log_file(self) -> None:
+        """A legal body that no commit log file can hold (files smaller than maxMessageSize) is an error
+        answer, not an exception, and the store goes on."""
+        res = put_sync(self.store, msg("M", 0, b"x" * (70 * 1024)))  # the test store's files: 64 KiB
+        self.assertEqual(res.status, PutStatus.UNKNOWN_ERROR)
+        self.assertIn("does not fit", res.remark)
+        self.assertEqual(put_sync(self.store, msg("M", 0, b"ok")).status, PutStatus.PUT_OK)
+
     def test_transactions_skip_queue(self) -> None:
         put_sync(self.store, msg("X", 0, b"prepared", sys_flag=0x4, keys="kp"))
         put_sync(self.store, msg("X", 0, b"rollback", sys_flag=0xC, keys="kr"))
