@@ -1,8 +1,8 @@
 """TLS on the gRPC port, following the broker's ``tls.*`` settings (Java's property names).
 
 Apache's proxy reads ``tls.server.mode`` for its gRPC port too: enforcing speaks TLS only, disabled
-plain only, permissive (the gRPC port's default here, as Apache's) tells them apart by the first bytes. grpcio serves TLS with
-``ssl_server_credentials`` (certificate and key from ``tls.server.certPath``/``keyPath``), but one grpcio port is either TLS or plain; so in
+plain only, permissive (the gRPC port's default, as Apache's) tells them apart by the first bytes.
+grpcio serves TLS with ``ssl_server_credentials`` (certificate and key from ``tls.server.certPath``/``keyPath``), but one grpcio port is either TLS or plain; so in
 permissive mode grpcio listens on two loopback ports (TLS and plain) and the public port is a Twisted
 front that looks at the first byte (0x16: a TLS handshake) and splices the connection to one of them,
 remembering each spliced connection's real client address for the ACL's white lists. No client
