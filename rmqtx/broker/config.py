@@ -48,7 +48,8 @@ STORE_KEYS = frozenset(
 ) | TIMER_KEYS
 
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
-GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"})
+GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"}) | frozenset(  # and Apache's proxy limits (rmqtx.grpc.backend)
+    {"minInvisibleTimeMillsForRecv", "maxInvisibleTimeMills", "maxUserPropertySize", "userPropertyMaxNum"})
 #: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
 #: Java 5.3's recall switches (rmqtx.broker.processors.recall reads them from the properties).

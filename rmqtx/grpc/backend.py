@@ -20,7 +20,7 @@ from twisted.logger import Logger
 from rmqtx.broker.topics import is_readable, is_writeable, validate_name
 from rmqtx.client.message import MessageExt
 from rmqtx.client.util import java_fields
-from rmqtx.common import fastjson
+from rmqtx.common import fastjson, validation
 from rmqtx.common.javacompat import java_string_hash
 from rmqtx.common.message import properties_to_string
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
@@ -53,6 +53,34 @@ _BROKER_CODES = {
     ResponseCode.MESSAGE_ILLEGAL: "BAD_REQUEST",
     ResponseCode.SYSTEM_BUSY: "TOO_MANY_REQUESTS",
 }
+
+
+@dataclass(frozen=True)
+class ProxyLimits:
+    """The proxy's limits, by Apache's proxy config names in broker.conf (its defaults otherwise)."""
+
+    min_invisible_ms_for_recv: int = 10_000  # minInvisibleTimeMillsForRecv
+    max_invisible_ms: int = 12 * 3600 * 1000  # maxInvisibleTimeMills (0 or less: no upper bound)
+    max_user_property_size: int = validation.MAX_USER_PROPERTY_SIZE  # maxUserPropertySize
+    user_property_max_num: int = validation.USER_PROPERTY_MAX_NUM  # userPropertyMaxNum
+
+    KEYS = {"minInvisibleTimeMillsForRecv": "min_invisible_ms_for_recv", "maxInvisibleTimeMills": "max_invisible_ms",
+            "maxUserPropertySize": "max_user_property_size", "userPropertyMaxNum": "user_property_max_num"}
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "ProxyLimits":
+        """Raises StartupError for a value that is no number (read once, at start)."""
+        from rmqtx.startup import StartupError
+
+        values: dict[str, int] = {}
+        for key, name in cls.KEYS.items():
+            text = (props.get(key) or "").strip()
+            if text:
+                try:
+                    values[name] = int(text)
+                except ValueError:
+                    raise StartupError(f"broker.conf: {key}={text} is not a number") from None
+        return cls(**values)
 
 
 class GrpcError(Exception):
@@ -141,6 +169,7 @@ class GrpcBackend:
         self._round_robin = itertools.count()
         self._heartbeat = task.LoopingCall(lambda: defer.ensureDeferred(self._beat()))
         self._groups_sent: frozenset[str] = frozenset()
+        self.limits = ProxyLimits.from_properties(broker.config.properties)
 
     # -- life ---------------------------------------------------------------------------------
     def start(self) -> None:
@@ -315,15 +344,14 @@ class GrpcBackend:
                 body = gzip.decompress(body)
             except (OSError, EOFError, zlib.error) as exc:
                 raise GrpcError("MESSAGE_CORRUPTED", f"body is not gzip: {exc}") from None
-        if not body:
-            raise GrpcError("MESSAGE_BODY_EMPTY", "message body is empty")
-        max_size = int(self.broker.config.maxMessageSize)
-        if len(body) > max_size:
-            raise GrpcError("MESSAGE_BODY_TOO_LARGE", f"message body size {len(body)} exceeds {max_size}")
-        if not sysp.message_id:
-            raise GrpcError("ILLEGAL_MESSAGE_ID", "message id is empty")
-        if "|" in sysp.tag or any(c.isspace() for c in sysp.tag):
-            raise GrpcError("ILLEGAL_MESSAGE_TAG", "tag contains '|' or whitespace")
+        try:  # the proxy's checks, in its order
+            validation.check_body(body, int(self.broker.config.maxMessageSize))
+            validation.check_properties(msg.user_properties, sysp.tag, sysp.keys, self.limits.max_user_property_size,
+                                        self.limits.user_property_max_num)
+        except validation.MessageRefusal as refusal:
+            raise GrpcError(refusal.code, refusal.message) from None
+        if not sysp.message_id.strip():
+            raise GrpcError("ILLEGAL_MESSAGE_ID", "message id cannot be empty")
         props: dict[str, str] = {}
         for key, value in msg.user_properties.items():
             props[key] = value

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from twisted.logger import Logger
 from rmqtx.client.message import MessageExt, decode_messages
@@ -45,6 +45,8 @@ MIN_POLL_MS = 5_000
 MAX_POLL_MS = 20_000
 #: The client's request timeout when its Telemetry settings have not named one (the SDKs' default).
 DEFAULT_REQUEST_TIMEOUT_MS = 3_000
+#: Apache's proxy answers an expired handle with its exception's text (Java's class name, then the reason).
+EXPIRED_HANDLE = "org.apache.rocketmq.proxy.common.ProxyException: receipt handle is expired"
 #: Older clients get BAD_REQUEST for too short a deadline, as from the proxy (Java string order).
 ILLEGAL_POLLING_TIME_SINCE = "5.0.3"
 
@@ -64,6 +66,27 @@ def implied_polling_ms(remaining_ms: int | None, request_timeout_ms: int) -> int
 def short_deadline_code(client_version: str) -> str:
     """ILLEGAL_POLLING_TIME, or BAD_REQUEST for a client older than that code (or one naming no version)."""
     return "ILLEGAL_POLLING_TIME" if client_version and client_version >= ILLEGAL_POLLING_TIME_SINCE else "BAD_REQUEST"
+
+
+def check_invisible(invisible_ms: int, minimum: int, maximum: int) -> None:
+    """ILLEGAL_INVISIBLE_TIME outside [minimum, maximum] (no upper bound when maximum is 0 or less)."""
+    if invisible_ms < minimum:
+        raise _grpc_error("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too small. min is {minimum}")
+    if 0 < maximum < invisible_ms:
+        raise _grpc_error("ILLEGAL_INVISIBLE_TIME", f"the invisibleTime is too large. max is {maximum}")
+
+
+def receive_invisible_ms(backend: "GrpcBackend", request: Any) -> int:
+    """A ReceiveMessage's invisible time: within minInvisibleTimeMillsForRecv (10 s) and maxInvisibleTimeMills
+    (12 h) as Apache's proxy checks it; an auto-renewing receive (a push consumer's) is not checked, and
+    takes the proxy's default when it names none."""
+    named = request.HasField("invisible_duration")
+    invisible_ms = request.invisible_duration.ToMilliseconds() if named else 0
+    if getattr(request, "auto_renew", False):
+        return invisible_ms if named and invisible_ms > 0 else DEFAULT_INVISIBLE_MS
+    limits = backend.limits
+    check_invisible(invisible_ms, limits.min_invisible_ms_for_recv, limits.max_invisible_ms)
+    return invisible_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +182,7 @@ async def ack(backend: "GrpcBackend", group: str, topic: str, receipt_handle: st
     """ACK_MESSAGE for one entry; INVALID_RECEIPT_HANDLE once its invisible time is over (as the proxy)."""
     handle = _parse_handle(receipt_handle)
     if handle.expired(int(time.time() * 1000)):
-        raise _grpc_error("INVALID_RECEIPT_HANDLE", "the receipt handle has expired")
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", EXPIRED_HANDLE)
     info = handle.info
     header = AckMessageRequestHeader(group, keys.real_topic(topic, group, info.mark), info.queue_id, handle.extra,
                                      info.msg_offset)
@@ -170,10 +193,12 @@ async def ack(backend: "GrpcBackend", group: str, topic: str, receipt_handle: st
 
 async def change_invisible(backend: "GrpcBackend", group: str, topic: str, receipt_handle: str,
                            invisible_ms: int) -> str:
-    """CHANGE_MESSAGE_INVISIBLETIME; the new receipt handle names the broker's new checkpoint."""
+    """CHANGE_MESSAGE_INVISIBLETIME; the new receipt handle names the broker's new checkpoint. As the
+    proxy, 0 (visible again at once) up to maxInvisibleTimeMills."""
+    check_invisible(invisible_ms, 0, backend.limits.max_invisible_ms)
     handle = _parse_handle(receipt_handle)
     if handle.expired(int(time.time() * 1000)):
-        raise _grpc_error("INVALID_RECEIPT_HANDLE", "the receipt handle has expired")
+        raise _grpc_error("INVALID_RECEIPT_HANDLE", EXPIRED_HANDLE)
     info = handle.info
     real = keys.real_topic(topic, group, info.mark)
     header = ChangeInvisibleTimeRequestHeader(group, real, info.queue_id, handle.extra, info.msg_offset, invisible_ms)

@@ -197,10 +197,10 @@ class MessagingServicer:
         if request.batch_size <= 0:
             yield self.s.ReceiveMessageResponse(status=self._status("BAD_REQUEST", "batch_size must be positive"))
             return
-        invisible_ms = (request.invisible_duration.ToMilliseconds() if request.HasField("invisible_duration")
-                        else consumer.DEFAULT_INVISIBLE_MS)
-        if invisible_ms <= 0:
-            yield self.s.ReceiveMessageResponse(status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must be positive"))
+        try:
+            invisible_ms = consumer.receive_invisible_ms(self.backend, request)
+        except GrpcError as exc:
+            yield self.s.ReceiveMessageResponse(status=self._status(exc.code, exc.message))
             return
         remaining = context.time_remaining()
         if request.HasField("long_polling_timeout"):
@@ -257,10 +257,7 @@ class MessagingServicer:
         return self.s.AckMessageResponse(status=self._summary(first_error, len(entries)), entries=entries)
 
     def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
-        invisible_ms = request.invisible_duration.ToMilliseconds()
-        if invisible_ms < 0:  # 0 is visible again at once, as the proxy allows (a Node PushConsumer's nack)
-            return self.s.ChangeInvisibleDurationResponse(
-                status=self._status("ILLEGAL_INVISIBLE_TIME", "invisible duration must not be negative"))
+        invisible_ms = request.invisible_duration.ToMilliseconds()  # consumer.change_invisible checks its bounds
         try:
             handle = self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
                                       request.receipt_handle, invisible_ms)
@@ -347,7 +344,7 @@ class MessagingServicer:
         if first_error is None:
             return self._status()
         if count == 1:
-            return self._status(first_error.code, first_error.message)
+            return self._status(first_error.code, first_error.code)  # as the proxy: the entry's code, by name
         return self._status("MULTIPLE_RESULTS", "some entries failed")
 
     def _to_message(self, topic: str, msg: Any) -> Any:
@@ -525,11 +522,11 @@ class GrpcEndpoint(service.Service):
     def startService(self) -> None:
         import grpc
 
-        from rmqtx.remoting.tls import TlsServerSettings
+        from rmqtx.grpc.tls import grpc_server_settings
 
         _, _, service_grpc = stubs.load()
         servicer = MessagingServicer(self.backend, self.reactor)
-        tls = TlsServerSettings.from_properties(self.broker.config.properties)
+        tls = grpc_server_settings(self.broker.config.properties)
         interceptors = []
         if self.broker.acl is not None:  # on or off for the broker's life: no wrapper at all when off
             from rmqtx.grpc.security import AclInterceptor

@@ -1,8 +1,8 @@
 """TLS on the gRPC port, following the broker's ``tls.*`` settings (Java's property names).
 
 Apache's proxy reads ``tls.server.mode`` for its gRPC port too: enforcing speaks TLS only, disabled
-plain only, permissive tells them apart by the first bytes. grpcio serves TLS with
-``ssl_server_credentials`` (certificate and key from ``tls.server.certPath``/``keyPath``), but one grpcio port is either TLS or plain; so in
+plain only, permissive (the gRPC port's default, as Apache's) tells them apart by the first bytes.
+grpcio serves TLS with ``ssl_server_credentials`` (certificate and key from ``tls.server.certPath``/``keyPath``), but one grpcio port is either TLS or plain; so in
 permissive mode grpcio listens on two loopback ports (TLS and plain) and the public port is a Twisted
 front that looks at the first byte (0x16: a TLS handshake) and splices the connection to one of them,
 remembering each spliced connection's real client address for the ACL's white lists. No client
@@ -19,9 +19,22 @@ from typing import Any
 from twisted.internet import protocol
 from twisted.logger import Logger
 
-from rmqtx.remoting.tls import TLS_HANDSHAKE_RECORD, TlsServerSettings
+from rmqtx.remoting.tls import TLS_HANDSHAKE_RECORD, TlsServerSettings, tls_properties
 
 log = Logger(namespace="rmqtx.grpc.tls")
+
+#: The gRPC port's mode when ``tls.server.mode`` is unset: Apache's proxy takes TLS and plain clients on
+#: one port by default (Java's tls.server.mode default, permissive, with a test-mode certificate), and the
+#: Java 5.x SDK speaks TLS unless told not to. The remoting ports keep their own default (disabled).
+DEFAULT_MODE = "permissive"
+
+
+def grpc_server_settings(props: dict[str, str]) -> TlsServerSettings:
+    """The broker's ``tls.server.*`` settings for the gRPC port, permissive when no mode is set."""
+    settings = TlsServerSettings.from_properties(props)
+    if "tls.server.mode" not in tls_properties(props):
+        settings.mode = DEFAULT_MODE
+    return settings
 
 
 def _self_signed(hosts: list[str]) -> tuple[bytes, bytes]:

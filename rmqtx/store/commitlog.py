@@ -12,6 +12,7 @@ from rmqtx.common.sysflag import (
     TRANSACTION_PREPARED,
     TRANSACTION_ROLLBACK,
 )
+from rmqtx.common.validation import body_too_large, max_record_size
 
 from . import record as R
 from .config import StoreConfig
@@ -63,7 +64,8 @@ class CommitLog:
         self.file_size = config.mapped_file_size_commit_log
         self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, allocator, config.warm_maped_file_enable)
         self.topic_queue_table: dict[tuple[str, int], int] = {}
-        self.max_message_size = config.max_message_size
+        self.max_message_size = config.max_message_size  # of a body; a record may be 64 KiB longer
+        self.max_record_size = max_record_size(config.max_message_size)
         self._topics: dict[str, bytes] = {}
         self.last_store_timestamp = 0
 
@@ -112,9 +114,16 @@ class CommitLog:
             sys_flag |= SYSFLAG_STORE_HOST_V6
         body = msg.body
         total = _HEADER_SIZES[sys_flag & _HOST_BITS] + len(body) + 3 + len(tb) + len(props)
-        if total > self.max_message_size:
-            return PutResult(PutStatus.MESSAGE_ILLEGAL,
-                             remark=f"message size {total} exceeds maxMessageSize {self.max_message_size}"), None
+        if total > self.max_message_size:  # as Java: the body against maxMessageSize, then the whole record
+            if body_too_large(len(body), self.max_message_size):
+                return PutResult(PutStatus.MESSAGE_ILLEGAL,
+                                 remark=f"message body size {len(body)} exceeds maxMessageSize {self.max_message_size}"), None
+            if total > self.max_record_size:
+                return PutResult(PutStatus.MESSAGE_ILLEGAL,
+                                 remark=f"message size {total} exceeds {self.max_record_size}"), None
+        if total + R.END_FILE_MIN_BLANK_LENGTH > self.file_size:  # no file could ever hold it (a small mappedFileSizeCommitLog)
+            return PutResult(PutStatus.UNKNOWN_ERROR,
+                             remark=f"message size {total} does not fit a commit log file of {self.file_size}"), None
         key = (msg.topic, msg.queue_id)
         queued = (sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
         qo = self.topic_queue_table.get(key, 0) if queued else 0

@@ -120,7 +120,7 @@ def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[in
     cl.queue.truncate_dirty(end)
     holder = cl.queue.find(end)
     if holder is not None:
-        cleared = zero_tail(holder, end - holder.from_offset, store.config.max_message_size + 8)
+        cleared = zero_tail(holder, end - holder.from_offset, cl.max_record_size + 8)
         if cleared:
             log.warning("commit log: zeroed %d bytes of torn tail at offset %d", cleared, end)
     cl.queue.flushed_where = end

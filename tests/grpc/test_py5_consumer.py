@@ -21,7 +21,8 @@ QUEUES = 4
 
 class Py5ConsumerTest(GrpcServerTest):
     """A standalone with its gRPC endpoint per test (trial runs no setUpClass); it must stop cleanly."""
-    conf = {"messageDelayLevel": "1s 1s 1s 1s 1s"}
+    #: invisible durations of 1-2 s keep the tests short: under Apache's 10 s minimum, so lowered here
+    conf = {"messageDelayLevel": "1s 1s 1s 1s 1s", "minInvisibleTimeMillsForRecv": "1000"}
     topic_prefix = "GRPCC"
 
     def _send(self, topic: str, specs: list[dict]) -> dict[str, dict]:

@@ -152,7 +152,7 @@ class WriteReadTest(unittest.TestCase):
         self.assertEqual([decode_record(x).body for x in found], [b"b2"])
 
     def test_max_message_size_and_bad_input(self) -> None:
-        res = put_sync(self.store, msg("M", 0, b"x" * (4 * 1024 * 1024)))
+        res = put_sync(self.store, msg("M", 0, b"x" * (4 * 1024 * 1024 + 1)))
         self.assertEqual(res.status, PutStatus.MESSAGE_ILLEGAL)
         self.assertIn("maxMessageSize", res.remark)
         res = put_sync(self.store, msg("M", 0, b"x", extra={"big": "y" * 40000}))
@@ -160,6 +160,26 @@ class WriteReadTest(unittest.TestCase):
         res = put_sync(self.store, msg("M" * 200, 0, b"x"))
         self.assertEqual(res.status, PutStatus.MESSAGE_ILLEGAL)
         self.assertEqual(put_sync(self.store, msg("M", 0, b"ok")).queue_offset, 0)
+
+    def test_body_of_max_message_size_with_properties(self) -> None:
+        """maxMessageSize limits the body; the record holds the properties on top (Apache's MessageExtEncoder)."""
+        ts = TempStore(max_message_size=1000)
+        self.addCleanup(ts.close)
+        full = put_sync(ts.store, msg("M", 0, b"x" * 1000, keys="k1 k2", extra={"p": "v" * 500}))
+        self.assertEqual(full.status, PutStatus.PUT_OK)
+        self.assertGreater(full.wrote_bytes, 1500)
+        self.assertEqual(decode_record(ts.store.get_message("M", 0, 0, 1).messages[0]).body, b"x" * 1000)
+        over = put_sync(ts.store, msg("M", 0, b"x" * 1001))
+        self.assertEqual((over.status, over.remark), (PutStatus.MESSAGE_ILLEGAL,
+                                                      "message body size 1001 exceeds maxMessageSize 1000"))
+
+    def test_record_larger_than_a_commit_log_file(self) -> None:
+        """A legal body that no commit log file can hold (files smaller than maxMessageSize) is an error
+        answer, not an exception, and the store goes on."""
+        res = put_sync(self.store, msg("M", 0, b"x" * (70 * 1024)))  # the test store's files: 64 KiB
+        self.assertEqual(res.status, PutStatus.UNKNOWN_ERROR)
+        self.assertIn("does not fit", res.remark)
+        self.assertEqual(put_sync(self.store, msg("M", 0, b"ok")).status, PutStatus.PUT_OK)
 
     def test_transactions_skip_queue(self) -> None:
         put_sync(self.store, msg("X", 0, b"prepared", sys_flag=0x4, keys="kp"))
