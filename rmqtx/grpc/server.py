@@ -5,10 +5,10 @@ Every handler is a coroutine on that loop and hands its work to the reactor thro
 ``call_soon_threadsafe``), so a call waiting on the broker is a pending future, not a thread: hundreds
 of long-polling ReceiveMessage calls and open Telemetry streams cost memory only, and QueryRoute,
 Heartbeat or SendMessage never queue behind them (with the thread-pool server they did, once 64
-long-lived calls held every pool thread). Why this and not Twisted's asyncioreactor for the whole
-process: that would change the reactor of the entire broker for one optional endpoint, and its
-selector loop is slower than epoll's on the remoting hot path; two loops in two threads cost one
-wake-up per hop, measured at well under a millisecond (benchmarks/grpc_load.py, docs/grpc.md).
+long-lived calls held every pool thread). Why not Twisted's asyncioreactor for the whole process:
+it would change the reactor of the entire broker (remoting, store, HA, console) for one optional
+endpoint, for no measured gain; the price of two loops, a cross-thread wake-up per hop, left
+sequential round trips where the thread-pool server had them (figures in docs/grpc.md).
 """
 
 from __future__ import annotations
