@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import socket
 from typing import Any, Callable
 
 from twisted.application import service
@@ -25,7 +26,7 @@ from rmqtx.grpc import consumer, offsets, stubs
 from rmqtx.grpc.aioloop import LoopThread, ReactorBridge
 from rmqtx.grpc.recall import recall
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
-from rmqtx.startup import StartupError
+from rmqtx.startup import StartupError, listen_failure
 
 log = Logger(namespace="rmqtx.grpc")
 
@@ -505,6 +506,20 @@ _SYSTEM_PROPERTIES = frozenset({
 _HIDDEN_PREFIXES = ("__",)
 
 
+def port_taken(address: str, port: int) -> str | None:
+    """Why ``address:port`` cannot be bound now (``Address already in use``), None when it can."""
+    if not port:
+        return None
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as listening sockets do: TIME_WAIT is no owner
+        try:
+            probe.bind((address, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
 class GrpcEndpoint(service.Service):
     """The gRPC endpoint as a child of the broker: starts after it listens, stops before it does."""
 
@@ -529,8 +544,12 @@ class GrpcEndpoint(service.Service):
 
         _, _, service_grpc = stubs.load()
         tls = TlsServerSettings.from_properties(self.broker.config.properties)
-        self.loop_thread.start()
         public = f"{self.address}:{self.port}"
+        if tls.mode != "permissive":  # grpcio's own bind failure is a grpc core log line on stderr besides ours
+            why = port_taken(self.address, self.port)
+            if why:
+                raise StartupError(f"the gRPC endpoint cannot listen on {public}: {why}")
+        self.loop_thread.start()
         try:
             bound = self.loop_thread.submit(self._serve(service_grpc, tls)).result(timeout=30)
             if isinstance(bound, tuple):  # permissive
@@ -559,7 +578,8 @@ class GrpcEndpoint(service.Service):
 
             interceptors.append(AclInterceptor(lambda: self.broker.acl, servicer.response_class, servicer._status,
                                                self._client_host))
-        self.server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND)],
+        # no SO_REUSEPORT: a second broker given the same grpcPort must fail to start, not share the port
+        self.server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND), ("grpc.so_reuseport", 0)],
                                       interceptors=interceptors)
         service_grpc.add_MessagingServiceServicer_to_server(servicer, self.server)
         public = f"{self.address}:{self.port}"
@@ -596,7 +616,7 @@ class GrpcEndpoint(service.Service):
         return server_credentials(tls, ["127.0.0.1", self.address, self.broker.config.brokerIP1])
 
     def _front(self, tls_port: int, plain_port: int) -> int:
-        """The Twisted front on the public port of permissive mode (0 when it cannot listen)."""
+        """The Twisted front on the public port of permissive mode."""
         from twisted.internet.error import CannotListenError
 
         from rmqtx.grpc.tls import PermissiveFront
@@ -604,8 +624,8 @@ class GrpcEndpoint(service.Service):
         self.front = PermissiveFront(self.reactor, tls_port, plain_port)
         try:
             self.front_port = self.reactor.listenTCP(self.port, self.front, interface=self.address)
-        except CannotListenError:
-            return 0
+        except CannotListenError as exc:
+            raise listen_failure("the gRPC endpoint", exc) from None
         return self.front_port.getHost().port
 
     def _client_host(self, context: Any) -> str:
