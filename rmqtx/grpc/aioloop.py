@@ -52,7 +52,7 @@ class LoopThread:
         d: defer.Deferred[Any] = defer.Deferred()
 
         def done(future: "concurrent.futures.Future[Any]") -> None:
-            error = future.exception()
+            error = defer.CancelledError() if future.cancelled() else future.exception()
             if error is not None:
                 reactor.callFromThread(d.errback, error)
             else:
