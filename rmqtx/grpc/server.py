@@ -542,7 +542,10 @@ class GrpcEndpoint(service.Service):
         """Start the loop's thread and, on it, grpc.aio's server; wait here (start-up only) until it is bound."""
         from rmqtx.remoting.tls import TlsServerSettings
 
-        _, _, service_grpc = stubs.load()
+        try:
+            _, _, service_grpc = stubs.load()
+        except stubs.StubsMissing as exc:
+            raise StartupError(str(exc)) from None
         tls = TlsServerSettings.from_properties(self.broker.config.properties)
         public = f"{self.address}:{self.port}"
         if tls.mode != "permissive":  # grpcio's own bind failure is a grpc core log line on stderr besides ours

@@ -1,5 +1,6 @@
-"""A gRPC port that cannot be bound ends start-up with one line on stderr and status 1, as any taken port:
-held by some other socket, or by a running broker's gRPC endpoint (no SO_REUSEPORT sharing)."""
+"""A gRPC endpoint that cannot start ends start-up with one line on stderr and status 1: its port held by
+some other socket, or by a running broker's gRPC endpoint (no SO_REUSEPORT sharing), or no generated
+classes to serve with."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import unittest
 
 from tests.grpc.py5 import PY5_VENV, grpc_standalone
 from tests.e2e.harness import free_port
-from tests.ops.support import Scratch
+from tests.ops.support import TWISTD, Scratch, tree_env
 
 
 class GrpcPortTakenTest(unittest.TestCase):
@@ -41,3 +42,16 @@ class GrpcPortTakenTest(unittest.TestCase):
         proc = self.scratch.run(self.scratch.standalone_args("--grpc-port", str(port)))
         self.assertOneLine(proc, port)
         self.assertTrue(running.stop(), "the running one is unharmed and stops cleanly")
+
+    def test_no_generated_classes(self) -> None:
+        """$RMQTX_GRPC_STUBS names an empty directory (and the test envs have no SDK on sys.path)."""
+        empty = self.scratch.dir / "no-sdk"
+        empty.mkdir()
+        env = {**tree_env(), "RMQTX_GRPC_STUBS": str(empty)}
+        proc = subprocess.run([*TWISTD, "-n", *self.scratch.standalone_args("--grpc-port", str(free_port()))],
+                              cwd=self.scratch.dir, env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1, proc.stderr + proc.stdout)
+        self.assertEqual(proc.stderr, "rmqtx: cannot start: the gRPC endpoint needs the generated classes of "
+                                      "rocketmq-python-client: pip install rocketmq-python-client (into this env, "
+                                      "or into a venv named by $RMQTX_GRPC_STUBS)\n")
+        self.assertFalse((self.scratch.dir / "store" / "abort").exists())
