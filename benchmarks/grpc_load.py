@@ -5,6 +5,11 @@ how many messages were delivered to the parked receives, the latencies, and the 
 threads and memory (from /proc, sampled every 0.2 s). Not a test; ``tests/grpc/test_load.py`` is.
 
     python benchmarks/grpc_load.py [--receivers 1000] [--streams 100] [--messages 1000]
+    python benchmarks/grpc_load.py --sdk-consumers 20    # real 5.x Python SDK clients instead
+
+With ``--sdk-consumers N``: N processes of the official Python SDK (interop/py5/driver.py), each with 3
+SimpleConsumers long polling 20 s, then one SDK producer sends 200 messages; prints what was sent and
+received, how often DEADLINE_EXCEEDED appears in the SDKs' output, and the broker's threads.
 
 Needs the py5 venv's generated classes ($RMQTX_PY5_VENV / $RMQTX_GRPC_STUBS, as tests/grpc).
 """
@@ -13,15 +18,52 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.grpc.load import Figures, Load, percentile  # noqa: E402
-from tests.grpc.py5 import PY5_VENV, grpc_standalone  # noqa: E402
+from tests.grpc.load import Figures, Load, percentile, proc_status  # noqa: E402
+from tests.grpc.py5 import DRIVER, PY5_VENV, REPO, grpc_standalone, py5_python  # noqa: E402
+
+
+def sdk_clients(server: object, count: int) -> None:
+    """``count`` SDK consumer processes parked on long polls while an SDK producer sends 200 messages."""
+    endpoint, pid = server.grpc, server.proc.pid  # type: ignore[attr-defined]
+    server.create_topic("GRPC_SDK_LOAD", 4)  # type: ignore[attr-defined]
+    python = py5_python()
+
+    def driver(params: dict) -> list[str]:
+        return [python, str(DRIVER), json.dumps({"endpoint": endpoint, "topic": "GRPC_SDK_LOAD", **params})]
+
+    consumers = [subprocess.Popen(driver({"op": "consume", "group": "GID_sdk_load", "expect": 10**6, "wait": 50,
+                                          "members": 3, "await": 20, "invisible": 30}),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                 for _ in range(count)]
+    time.sleep(8)  # started, routes fetched, receives parked
+    threads = [proc_status(pid)["Threads"]]
+    started = time.monotonic()
+    producer = subprocess.run(driver({"op": "send", "messages": [{"body": f"b{i}"} for i in range(200)]}),
+                              capture_output=True, text=True, cwd=REPO, timeout=300)
+    took = time.monotonic() - started
+    threads.append(proc_status(pid)["Threads"])
+    outputs = [(producer.stdout, producer.stderr)] + [c.communicate(timeout=200) for c in consumers]
+    events = [json.loads(line) for out, _ in outputs for line in out.splitlines() if line.startswith("{")]
+    sent = {e["body"] for e in events if e["event"] == "sent"}
+    received = {e["body"] for e in events if e["event"] == "recv"}
+    errors = [e["error"] for e in events if e["event"] == "error"]
+    deadlines = sum(out.count("DEADLINE_EXCEEDED") + err.count("DEADLINE_EXCEEDED") for out, err in outputs)
+    print(f"grpc_load --sdk-consumers {count}: {3 * count} SimpleConsumers, one producer "
+          f"(load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores)")
+    print(f"| figure | value |\n|---|---|")
+    print(f"| messages sent OK (of 200) / received | {len(sent)} ({took:.1f} s) / {len(sent & received)} |")
+    print(f"| DEADLINE_EXCEEDED in the SDKs' output | {deadlines} |")
+    print(f"| SDK errors | {len(errors)} {sorted(set(errors))[:2]} |")
+    print(f"| broker threads while parked / after the sends | {threads[0]} / {threads[1]} |")
 
 
 def main() -> None:
@@ -29,9 +71,17 @@ def main() -> None:
     parser.add_argument("--receivers", type=int, default=1000)
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--messages", type=int, default=1000)
+    parser.add_argument("--sdk-consumers", type=int, default=0, help="real 5.x Python SDK processes instead")
     args = parser.parse_args()
     os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))
     server = grpc_standalone(by_option=True).start()
+    if args.sdk_consumers:
+        try:
+            sdk_clients(server, args.sdk_consumers)
+        finally:
+            server.stop()
+            server.close()
+        return
     try:
         topic = "GRPC_LOAD_BENCH"
         server.create_topic(topic, 4)
