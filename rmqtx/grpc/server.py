@@ -391,8 +391,12 @@ class MessagingServicer:
         """Settings in, settings out; check-backs pushed as RecoverOrphanedTransactionCommand. An open stream
         is two coroutines on the loop (this one writing, ``read`` reading), no thread of its own."""
         outbox: asyncio.Queue[Any] = asyncio.Queue()
-        session: TelemetrySession = await self._on_reactor(self.backend.open_session, _client_id(context),
-                                                           self.bridge.pusher(outbox.put_nowait))
+        opening = self._on_reactor(self.backend.open_session, _client_id(context), self.bridge.pusher(outbox.put_nowait))
+        try:
+            session: TelemetrySession = await asyncio.shield(opening)
+        except asyncio.CancelledError:  # the client left while its session was being opened: close it once open
+            opening.add_done_callback(self._close_opened)
+            raise
 
         async def read() -> None:
             try:
@@ -418,6 +422,10 @@ class MessagingServicer:
         finally:
             reader.cancel()
             self.reactor.callFromThread(self.backend.close_session, session)
+
+    def _close_opened(self, opening: "asyncio.Future[TelemetrySession]") -> None:
+        if not opening.cancelled() and opening.exception() is None:
+            self.reactor.callFromThread(self.backend.close_session, opening.result())
 
     async def _on_telemetry(self, session: TelemetrySession, command: Any) -> Any:
         which = command.WhichOneof("command")
