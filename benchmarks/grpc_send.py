@@ -1,4 +1,4 @@
-"""Round trips through the gRPC endpoint (grpcio's thread pool, each call handed to the reactor):
+"""Round trips through the gRPC endpoint (grpc.aio on its own loop, each call handed to the reactor):
 sequential Heartbeat and SendMessage with a raw grpcio client, the 5.x Python SDK's producer
 ``send``, and a remoting SEND_MESSAGE_V2 over one socket for comparison. Prints a Markdown table.
 

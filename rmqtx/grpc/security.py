@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import binascii
 import hmac
-from typing import Any, Callable, Iterator
+from typing import Any, AsyncIterator, Callable
 
 import grpc
 from twisted.logger import Logger
@@ -143,8 +143,9 @@ def peer_host(context: Any) -> str:
     return rest.rpartition(":")[0] if kind == "ipv4" else rest
 
 
-class AclInterceptor(grpc.ServerInterceptor):
-    """Wraps each MessagingService handler with the ACL check while ``acl()`` gives a service."""
+class AclInterceptor(grpc.aio.ServerInterceptor):
+    """Wraps each MessagingService handler (coroutines of grpc.aio) with the ACL check while ``acl()`` gives
+    a service. The check is quick (a table lookup and one HMAC), so it runs on the endpoint's loop."""
 
     def __init__(self, acl: Callable[[], Any], responses: Callable[[str], Any], status: Callable[[str, str], Any],
                  host_of: Callable[[Any], str] = peer_host) -> None:
@@ -153,8 +154,8 @@ class AclInterceptor(grpc.ServerInterceptor):
         self.status = status
         self.host_of = host_of
 
-    def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
-        handler = continuation(details)
+    async def intercept_service(self, continuation: Callable[[Any], Any], details: Any) -> Any:
+        handler = await continuation(details)
         if handler is None or self.acl() is None or not details.method.startswith(SERVICE):
             return handler
         method = details.method[len(SERVICE):]
@@ -195,21 +196,22 @@ class AclInterceptor(grpc.ServerInterceptor):
         return None
 
     def _unary(self, method: str, credentials: Credentials, response: Any, inner: Callable) -> Callable:
-        def checked(request: Any, context: Any) -> Any:
+        async def checked(request: Any, context: Any) -> Any:
             why = self.check(method, credentials, request, context)
             if why is not None:
                 return response(status=self.status(REFUSED, why))
-            return inner(request, context)
+            return await inner(request, context)
 
         return checked
 
     def _server_stream(self, method: str, credentials: Credentials, response: Any, inner: Callable) -> Callable:
-        def checked(request: Any, context: Any) -> Iterator[Any]:
+        async def checked(request: Any, context: Any) -> AsyncIterator[Any]:
             why = self.check(method, credentials, request, context)
             if why is not None:
                 yield response(status=self.status(REFUSED, why))
                 return
-            yield from inner(request, context)
+            async for item in inner(request, context):
+                yield item
 
         return checked
 
@@ -217,13 +219,14 @@ class AclInterceptor(grpc.ServerInterceptor):
         """Telemetry: each command checked as it arrives; a refused one is answered with its status and
         the stream stays open, as Apache's proxy does (the SDK waits on for settings it never gets)."""
 
-        def checked(request_iterator: Any, context: Any) -> Iterator[Any]:
-            def commands() -> Iterator[Any]:
-                for command in request_iterator:
+        async def checked(request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+            async def commands() -> AsyncIterator[Any]:
+                async for command in request_iterator:
                     why = self.check(method, credentials, command, context)
                     yield command if why is None else Refused(response(status=self.status(REFUSED, why)))
 
-            return inner(commands(), context)
+            async for item in inner(commands(), context):  # an async generator, as grpc.aio wants a handler
+                yield item
 
         return checked
 

@@ -1,14 +1,21 @@
-"""grpcio's thread-pool server beside the reactor: each call is handed to the reactor with
-``blockingCallFromThread`` (the grpcio thread waits, the reactor never does); a Telemetry stream holds
-one pool thread for its responses and one reader thread for the client's commands.
+"""The gRPC endpoint: grpcio's asyncio server (``grpc.aio``) on one event loop in one thread of its own.
+
+Every handler is a coroutine on that loop and hands its work to the reactor through
+``rmqtx.grpc.aioloop.ReactorBridge`` (``callFromThread`` there, the answer back with
+``call_soon_threadsafe``), so a call waiting on the broker is a pending future, not a thread: hundreds
+of long-polling ReceiveMessage calls and open Telemetry streams cost memory only, and QueryRoute,
+Heartbeat or SendMessage never queue behind them (with the thread-pool server they did, once 64
+long-lived calls held every pool thread). Why not Twisted's asyncioreactor for the whole process:
+it would change the reactor of the entire broker (remoting, store, HA, console) for one optional
+endpoint, for no measured gain; the price of two loops, a cross-thread wake-up per hop, left
+sequential round trips where the thread-pool server had them (figures in docs/grpc.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import queue
-import threading
-from concurrent import futures
+import socket
 from typing import Any, Callable
 
 from twisted.application import service
@@ -16,13 +23,15 @@ from twisted.internet import defer, threads
 from twisted.logger import Logger
 
 from rmqtx.grpc import consumer, offsets, stubs
+from rmqtx.grpc.aioloop import LoopThread, ReactorBridge
 from rmqtx.grpc.recall import recall
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
+from rmqtx.startup import StartupError, listen_failure
 
 log = Logger(namespace="rmqtx.grpc")
 
-#: Pool threads: every open Telemetry stream holds one for as long as the client lives.
-MAX_WORKERS = 64
+#: How long stopService lets calls in flight finish before cancelling them.
+STOP_GRACE_S = 1.0
 #: Inbound frames up to Apache's proxy default (grpcMaxInboundMessageSize 130 MiB): bodies over the
 #: broker's maxMessageSize get MESSAGE_BODY_TOO_LARGE, not a transport error.
 MAX_INBOUND = 130 * 1024 * 1024
@@ -48,11 +57,12 @@ def _client_id(context: Any) -> str:
 
 
 class MessagingServicer:
-    """apache.rocketmq.v2.MessagingService; grpcio calls these on its pool threads."""
+    """apache.rocketmq.v2.MessagingService; grpc.aio runs these as coroutines on the endpoint's loop."""
 
-    def __init__(self, backend: GrpcBackend, reactor: Any) -> None:
+    def __init__(self, backend: GrpcBackend, reactor: Any, bridge: ReactorBridge) -> None:
         self.backend = backend
         self.reactor = reactor
+        self.bridge = bridge
         self.d, self.s, _ = stubs.load()
         for name, response in UNBUILT.items():
             setattr(self, name, self._unbuilt(response))
@@ -68,35 +78,28 @@ class MessagingServicer:
     def _status(self, code: str = "OK", message: str = "OK") -> Any:
         return self.d.Status(code=self.d.Code.Value(code), message=message)
 
-    def _on_reactor(self, func: Callable[..., Any], *args: Any) -> Any:
-        """Run ``func`` (plain or async) on the reactor and wait here for its result."""
-
-        def call() -> Any:
-            result = func(*args)
-            if hasattr(result, "__await__"):
-                return defer.ensureDeferred(result)
-            return result
-
-        return threads.blockingCallFromThread(self.reactor, call)
+    def _on_reactor(self, func: Callable[..., Any], *args: Any) -> "asyncio.Future[Any]":
+        """Run ``func`` (plain or async) on the reactor; await the result (or its error) on the loop."""
+        return self.bridge.call(func, *args)
 
     def _unbuilt(self, response: str) -> Callable[[Any, Any], Any]:
-        def handler(request: Any, context: Any) -> Any:
+        async def handler(request: Any, context: Any) -> Any:
             return getattr(self.s, response)(status=self._status("NOT_IMPLEMENTED", "not built in rmqtx yet"))
 
         return handler
 
     def _unbuilt_stream(self, response: str) -> Callable[[Any, Any], Any]:
-        def handler(request: Any, context: Any) -> Any:
+        async def handler(request: Any, context: Any) -> Any:
             yield getattr(self.s, response)(status=self._status("NOT_IMPLEMENTED", "not built in rmqtx yet"))
 
         return handler
 
     # -- unary --------------------------------------------------------------------------------
-    def QueryRoute(self, request: Any, context: Any) -> Any:
+    async def QueryRoute(self, request: Any, context: Any) -> Any:
         topic = request.topic.name
         try:
-            queues = self._on_reactor(self.backend.route, topic)
-            host, port = self._on_reactor(self.backend.endpoint)
+            queues = await self._on_reactor(self.backend.route, topic)
+            host, port = await self._on_reactor(self.backend.endpoint)
         except GrpcError as exc:
             return self.s.QueryRouteResponse(status=self._status(exc.code, exc.message))
         d = self.d
@@ -110,19 +113,19 @@ class MessagingServicer:
         ]
         return self.s.QueryRouteResponse(status=self._status(), message_queues=mqs)
 
-    def Heartbeat(self, request: Any, context: Any) -> Any:
+    async def Heartbeat(self, request: Any, context: Any) -> Any:
         if not _client_id(context):
             return self.s.HeartbeatResponse(status=self._status("CLIENT_ID_REQUIRED", "x-mq-client-id is missing"))
         return self.s.HeartbeatResponse(status=self._status())
 
-    def SendMessage(self, request: Any, context: Any) -> Any:
+    async def SendMessage(self, request: Any, context: Any) -> Any:
         if not request.messages:
             return self.s.SendMessageResponse(status=self._status("BAD_REQUEST", "no message to send"))
         entries = []
         first_error: GrpcError | None = None
         for msg in request.messages:
             try:
-                outcome = self._on_reactor(self.backend.send, msg, self.d)
+                outcome = await self._on_reactor(self.backend.send, msg, self.d)
                 entries.append(self.s.SendResultEntry(status=self._status(), message_id=outcome.message_id,
                                                       transaction_id=outcome.transaction_id, offset=outcome.offset,
                                                       recall_handle=outcome.recall_handle))
@@ -144,34 +147,34 @@ class MessagingServicer:
             status = self._status("MULTIPLE_RESULTS", "some messages failed")
         return self.s.SendMessageResponse(status=status, entries=entries)
 
-    def EndTransaction(self, request: Any, context: Any) -> Any:
+    async def EndTransaction(self, request: Any, context: Any) -> Any:
         d = self.d
         if request.resolution not in (d.TransactionResolution.COMMIT, d.TransactionResolution.ROLLBACK):
             return self.s.EndTransactionResponse(status=self._status("BAD_REQUEST", "resolution must be COMMIT or ROLLBACK"))
         try:
-            self._on_reactor(self.backend.end_transaction, request.topic.name, request.transaction_id, request.message_id,
+            await self._on_reactor(self.backend.end_transaction, request.topic.name, request.transaction_id, request.message_id,
                              request.resolution == d.TransactionResolution.COMMIT,
                              request.source == d.TransactionSource.SOURCE_SERVER_CHECK)
         except GrpcError as exc:
             return self.s.EndTransactionResponse(status=self._status(exc.code, exc.message))
         return self.s.EndTransactionResponse(status=self._status())
 
-    def NotifyClientTermination(self, request: Any, context: Any) -> Any:
+    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
         client_id = _client_id(context)
         if not client_id:
             return self.s.NotifyClientTerminationResponse(status=self._status("CLIENT_ID_REQUIRED", "x-mq-client-id is missing"))
-        self._on_reactor(self.backend.forget_client, client_id)
+        await self._on_reactor(self.backend.forget_client, client_id)
         return self.s.NotifyClientTerminationResponse(status=self._status())
 
     # -- consumer side (POP) --------------------------------------------------------------------
-    def QueryAssignment(self, request: Any, context: Any) -> Any:
+    async def QueryAssignment(self, request: Any, context: Any) -> Any:
         """As the proxy assigns: the whole broker (queue id -1, every queue popped) to each consumer, or
         for an orderly group each readable queue; FORBIDDEN when none is readable."""
         topic = request.topic.name
         try:
-            queues = self._on_reactor(self.backend.route, topic)
-            host, port = self._on_reactor(self.backend.endpoint)
-            fifo = self._on_reactor(self.backend.group_is_fifo, request.group.name)
+            queues = await self._on_reactor(self.backend.route, topic)
+            host, port = await self._on_reactor(self.backend.endpoint)
+            fifo = await self._on_reactor(self.backend.group_is_fifo, request.group.name)
         except GrpcError as exc:
             return self.s.QueryAssignmentResponse(status=self._status(exc.code, exc.message))
         d = self.d
@@ -187,7 +190,7 @@ class MessagingServicer:
                                                                  broker=broker)) for qid in ids]
         return self.s.QueryAssignmentResponse(status=self._status(), assignments=assignments)
 
-    def ReceiveMessage(self, request: Any, context: Any) -> Any:
+    async def ReceiveMessage(self, request: Any, context: Any) -> Any:
         """POP_MESSAGE, long polling up to long_polling_timeout; then status, messages, delivery timestamp."""
         topic = request.message_queue.topic.name
         group = request.group.name
@@ -206,7 +209,7 @@ class MessagingServicer:
         if request.HasField("long_polling_timeout"):
             poll_ms = request.long_polling_timeout.ToMilliseconds()
         else:  # as the proxy: from the deadline and the client's request timeout
-            request_timeout = self._on_reactor(self.backend.request_timeout_ms, _client_id(context),
+            request_timeout = await self._on_reactor(self.backend.request_timeout_ms, _client_id(context),
                                                consumer.DEFAULT_REQUEST_TIMEOUT_MS)
             implied = consumer.implied_polling_ms(None if remaining is None else int(remaining * 1000), request_timeout)
             if implied is None:
@@ -220,8 +223,8 @@ class MessagingServicer:
         expression = request.filter_expression
         sql = expression.type == self.d.FilterType.SQL
         try:
-            fifo, max_attempts, _ = self._on_reactor(self.backend.consumer_policy, group)
-            msgs = self._on_reactor(consumer.receive, self.backend, group, topic, "SQL92" if sql else "TAG",
+            fifo, max_attempts, _ = await self._on_reactor(self.backend.consumer_policy, group)
+            msgs = await self._on_reactor(consumer.receive, self.backend, group, topic, "SQL92" if sql else "TAG",
                                     expression.expression or "*", request.batch_size, invisible_ms, poll_ms, fifo,
                                     request.attempt_id if request.HasField("attempt_id") else "", max_attempts)
         except GrpcError as exc:
@@ -241,13 +244,13 @@ class MessagingServicer:
         response.delivery_timestamp.GetCurrentTime()
         yield response
 
-    def AckMessage(self, request: Any, context: Any) -> Any:
+    async def AckMessage(self, request: Any, context: Any) -> Any:
         group, topic = request.group.name, request.topic.name
         entries = []
         first_error: GrpcError | None = None
         for entry in request.entries:
             try:
-                self._on_reactor(consumer.ack, self.backend, group, topic, entry.receipt_handle)
+                await self._on_reactor(consumer.ack, self.backend, group, topic, entry.receipt_handle)
                 status = self._status()
             except GrpcError as exc:
                 first_error = first_error or exc
@@ -256,28 +259,28 @@ class MessagingServicer:
                                                         status=status))
         return self.s.AckMessageResponse(status=self._summary(first_error, len(entries)), entries=entries)
 
-    def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+    async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         invisible_ms = request.invisible_duration.ToMilliseconds()  # consumer.change_invisible checks its bounds
         try:
-            handle = self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
+            handle = await self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
                                       request.receipt_handle, invisible_ms)
         except GrpcError as exc:
             return self.s.ChangeInvisibleDurationResponse(status=self._status(exc.code, exc.message))
         return self.s.ChangeInvisibleDurationResponse(status=self._status(), receipt_handle=handle)
 
-    def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
         try:
-            self._on_reactor(consumer.to_dead_letter, self.backend, request.group.name, request.topic.name,
+            await self._on_reactor(consumer.to_dead_letter, self.backend, request.group.name, request.topic.name,
                              request.receipt_handle, request.message_id, request.max_delivery_attempts)
         except GrpcError as exc:
             return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status(exc.code, exc.message))
         return self.s.ForwardMessageToDeadLetterQueueResponse(status=self._status())
 
     # -- offsets and pulls of one queue ----------------------------------------------------------
-    def _answer(self, response: str, func: Callable[..., Any], *args: Any, **fields: Any) -> Any:
+    async def _answer(self, response: str, func: Callable[..., Any], *args: Any, **fields: Any) -> Any:
         """Run ``func`` on the reactor; ``response`` with OK and ``fields(result)``, or with the error's code."""
         try:
-            result = self._on_reactor(func, self.backend, *args)
+            result = await self._on_reactor(func, self.backend, *args)
         except GrpcError as exc:
             return getattr(self.s, response)(status=self._status(exc.code, exc.message))
         except Exception as exc:
@@ -286,25 +289,25 @@ class MessagingServicer:
         extra = {name: pick(result) for name, pick in fields.items()}
         return getattr(self.s, response)(status=self._status(), **extra)
 
-    def GetOffset(self, request: Any, context: Any) -> Any:
+    async def GetOffset(self, request: Any, context: Any) -> Any:
         """The group's committed offset of one queue (QUERY_CONSUMER_OFFSET)."""
-        return self._answer("GetOffsetResponse", offsets.get_offset, request.group.name,
-                            request.message_queue.topic.name, request.message_queue.id, offset=lambda r: r)
+        return await self._answer("GetOffsetResponse", offsets.get_offset, request.group.name,
+                                  request.message_queue.topic.name, request.message_queue.id, offset=lambda r: r)
 
-    def QueryOffset(self, request: Any, context: Any) -> Any:
+    async def QueryOffset(self, request: Any, context: Any) -> Any:
         """A queue's offset by policy: BEGINNING, END or TIMESTAMP."""
         known = self.d.QueryOffsetPolicy.values()
         policy = self.d.QueryOffsetPolicy.Name(request.query_offset_policy) if request.query_offset_policy in known else ""
         stamp = request.timestamp.ToMilliseconds() if request.HasField("timestamp") else None
-        return self._answer("QueryOffsetResponse", offsets.query_offset, request.message_queue.topic.name,
-                            request.message_queue.id, policy, stamp, offset=lambda r: r)
+        return await self._answer("QueryOffsetResponse", offsets.query_offset, request.message_queue.topic.name,
+                                  request.message_queue.id, policy, stamp, offset=lambda r: r)
 
-    def UpdateOffset(self, request: Any, context: Any) -> Any:
+    async def UpdateOffset(self, request: Any, context: Any) -> Any:
         """Commit the group's offset of one queue (UPDATE_CONSUMER_OFFSET)."""
-        return self._answer("UpdateOffsetResponse", offsets.update_offset, request.group.name,
-                            request.message_queue.topic.name, request.message_queue.id, request.offset)
+        return await self._answer("UpdateOffsetResponse", offsets.update_offset, request.group.name,
+                                  request.message_queue.topic.name, request.message_queue.id, request.offset)
 
-    def PullMessage(self, request: Any, context: Any) -> Any:
+    async def PullMessage(self, request: Any, context: Any) -> Any:
         """PULL_MESSAGE of one queue from an offset, long polling: status, messages, then the next offset."""
         queue = request.message_queue
         topic = queue.topic.name
@@ -315,7 +318,7 @@ class MessagingServicer:
         expression = request.filter_expression
         kind = "SQL92" if expression.type == self.d.FilterType.SQL else "TAG"
         try:
-            pulled = self._on_reactor(offsets.pull, self.backend, request.group.name, topic, queue.id, request.offset,
+            pulled = await self._on_reactor(offsets.pull, self.backend, request.group.name, topic, queue.id, request.offset,
                                       request.batch_size, kind, expression.expression or "*", poll_ms)
         except GrpcError as exc:
             yield self.s.PullMessageResponse(status=self._status(exc.code, exc.message))
@@ -332,10 +335,10 @@ class MessagingServicer:
             yield self.s.PullMessageResponse(message=self._to_message(topic, msg))
         yield self.s.PullMessageResponse(next_offset=pulled.next_offset)
 
-    def RecallMessage(self, request: Any, context: Any) -> Any:
+    async def RecallMessage(self, request: Any, context: Any) -> Any:
         """Cancel a pending timer message by the recall handle its send answered with (RECALL_MESSAGE)."""
         try:
-            message_id = self._on_reactor(recall, self.backend, request.topic.name, request.recall_handle)
+            message_id = await self._on_reactor(recall, self.backend, request.topic.name, request.recall_handle)
         except GrpcError as exc:
             return self.s.RecallMessageResponse(status=self._status(exc.code, exc.message))
         return self.s.RecallMessageResponse(status=self._status(), message_id=message_id)
@@ -381,47 +384,53 @@ class MessagingServicer:
         return d.Message(topic=d.Resource(name=topic), user_properties=user, system_properties=sysp, body=msg.body)
 
     # -- Telemetry ----------------------------------------------------------------------------
-    def Telemetry(self, request_iterator: Any, context: Any) -> Any:
-        """Settings in, settings out; check-backs pushed as RecoverOrphanedTransactionCommand."""
-        outbox: queue.Queue = queue.Queue()
-        done = threading.Event()
-        session: TelemetrySession = self._on_reactor(self.backend.open_session, _client_id(context), outbox.put)
+    async def Telemetry(self, request_iterator: Any, context: Any) -> Any:
+        """Settings in, settings out; check-backs pushed as RecoverOrphanedTransactionCommand. An open stream
+        is two coroutines on the loop (this one writing, ``read`` reading), no thread of its own."""
+        outbox: asyncio.Queue[Any] = asyncio.Queue()
+        opening = self._on_reactor(self.backend.open_session, _client_id(context), self.bridge.pusher(outbox.put_nowait))
+        try:
+            session: TelemetrySession = await asyncio.shield(opening)
+        except asyncio.CancelledError:  # the client left while its session was being opened: close it once open
+            opening.add_done_callback(self._close_opened)
+            raise
 
-        def read() -> None:
+        async def read() -> None:
             try:
-                for command in request_iterator:
+                async for command in request_iterator:
                     # a command the ACL refused (rmqtx.grpc.security.Refused) is answered with its status
-                    reply = getattr(command, "refusal", None) or self._on_telemetry(session, command)
+                    reply = getattr(command, "refusal", None) or await self._on_telemetry(session, command)
                     if reply is not None:
-                        outbox.put(reply)
+                        outbox.put_nowait(reply)
             except Exception as exc:  # the client went away: grpc raises on the iterator
                 log.debug("telemetry stream ended: {exc}", exc=exc)
             finally:
-                done.set()
-                outbox.put(None)
+                outbox.put_nowait(None)
 
-        threading.Thread(target=read, name="rmqtx-grpc-telemetry", daemon=True).start()
+        reader = asyncio.ensure_future(read())
         try:
-            while context.is_active() and not done.is_set() or not outbox.empty():
-                try:
-                    item = outbox.get(timeout=1.0)
-                except queue.Empty:
-                    continue
+            while True:
+                item = await outbox.get()
                 if item is None:
                     break
                 if isinstance(item, tuple):
                     item = self._recover_command(*item[1:])
                 yield item
         finally:
+            reader.cancel()
             self.reactor.callFromThread(self.backend.close_session, session)
 
-    def _on_telemetry(self, session: TelemetrySession, command: Any) -> Any:
+    def _close_opened(self, opening: "asyncio.Future[TelemetrySession]") -> None:
+        if not opening.cancelled() and opening.exception() is None:
+            self.reactor.callFromThread(self.backend.close_session, opening.result())
+
+    async def _on_telemetry(self, session: TelemetrySession, command: Any) -> Any:
         which = command.WhichOneof("command")
         if which != "settings":
             return None  # thread stack traces, verify results: nothing asked for them
         settings = command.settings
         topics = [r.name for r in settings.publishing.topics] if settings.HasField("publishing") else []
-        self._on_reactor(self.backend.update_settings, session, settings.client_type, topics,
+        await self._on_reactor(self.backend.update_settings, session, settings.client_type, topics,
                          settings.request_timeout.ToMilliseconds() if settings.HasField("request_timeout") else 0)
         reply = self.d.Settings()
         reply.CopyFrom(settings)
@@ -434,16 +443,16 @@ class MessagingServicer:
             backoff.max.FromMilliseconds(1000)
             backoff.multiplier = 2.0
         if settings.HasField("subscription"):
-            self._consumer_settings(reply)
+            await self._consumer_settings(reply)
         reply.metric.on = False
         return self.s.TelemetryCommand(status=self._status(), settings=reply)
 
-    def _consumer_settings(self, reply: Any) -> None:
+    async def _consumer_settings(self, reply: Any) -> None:
         """What the proxy tells a consumer: batch size, long polling, FIFO (the group's consumeMessageOrderly),
         and its retries: the group's retryMaxTimes + 1 attempts, backing off as its 5.x groupRetryPolicy says,
         or else waiting out the delay levels from level 3 on, as the broker retries."""
         group = reply.subscription.group.name
-        fifo, attempts, delays = self._on_reactor(self.backend.consumer_policy, group)
+        fifo, attempts, delays = await self._on_reactor(self.backend.consumer_policy, group)
         sub = reply.subscription
         sub.fifo = fifo
         sub.receive_batch_size = CONSUMER_BATCH
@@ -451,14 +460,14 @@ class MessagingServicer:
             sub.long_polling_timeout.FromSeconds(CONSUMER_LONG_POLLING_S)
         reply.backoff_policy.Clear()
         reply.backoff_policy.max_attempts = attempts
-        exponential = self._on_reactor(self.backend.exponential_backoff, group)
+        exponential = await self._on_reactor(self.backend.exponential_backoff, group)
         if exponential is not None:  # the group's 5.x groupRetryPolicy, as the proxy merges it
             backoff = reply.backoff_policy.exponential_backoff
             backoff.initial.FromMilliseconds(exponential[0])
             backoff.max.FromMilliseconds(exponential[1])
             backoff.multiplier = exponential[2]
             return
-        delays = self._on_reactor(self.backend.customized_delays, group) or delays
+        delays = await self._on_reactor(self.backend.customized_delays, group) or delays
         for delay_ms in delays:
             reply.backoff_policy.customized_backoff.next.add().FromMilliseconds(delay_ms)
 
@@ -502,6 +511,20 @@ _SYSTEM_PROPERTIES = frozenset({
 _HIDDEN_PREFIXES = ("__",)
 
 
+def port_taken(address: str, port: int) -> str | None:
+    """Why ``address:port`` cannot be bound now (``Address already in use``), None when it can."""
+    if not port:
+        return None
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as listening sockets do: TIME_WAIT is no owner
+        try:
+            probe.bind((address, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
 class GrpcEndpoint(service.Service):
     """The gRPC endpoint as a child of the broker: starts after it listens, stops before it does."""
 
@@ -513,6 +536,7 @@ class GrpcEndpoint(service.Service):
         self.server: Any = None
         self.front: Any = None  # rmqtx.grpc.tls.PermissiveFront in permissive TLS mode
         self.front_port: Any = None
+        self.loop_thread = LoopThread("rmqtx-grpc-loop")  # grpc.aio's one loop, started in startService
         self.backend = GrpcBackend(broker, self.advertised, reactor)
 
     def advertised(self) -> tuple[str, int]:
@@ -520,58 +544,96 @@ class GrpcEndpoint(service.Service):
         return host, self.port
 
     def startService(self) -> None:
-        import grpc
-
+        """Start the loop's thread and, on it, grpc.aio's server; wait here (start-up only) until it is bound."""
         from rmqtx.grpc.tls import grpc_server_settings
 
-        _, _, service_grpc = stubs.load()
-        servicer = MessagingServicer(self.backend, self.reactor)
+        try:
+            _, _, service_grpc = stubs.load()
+        except stubs.StubsMissing as exc:
+            raise StartupError(str(exc)) from None
         tls = grpc_server_settings(self.broker.config.properties)
+        public = f"{self.address}:{self.port}"
+        if tls.mode != "permissive":  # grpcio's own bind failure is a grpc core log line on stderr besides ours
+            why = port_taken(self.address, self.port)
+            if why:
+                raise StartupError(f"the gRPC endpoint cannot listen on {public}: {why}")
+        self.loop_thread.start()
+        try:
+            bound = self.loop_thread.submit(self._serve(service_grpc, tls)).result(timeout=30)
+            if isinstance(bound, tuple):  # permissive
+                bound = self._front(*bound)
+        except BaseException:
+            self._abandon()
+            raise
+        if not bound:
+            self._abandon()
+            raise StartupError(f"the gRPC endpoint cannot listen on {public}")
+        self.port = bound
+        self.backend.start()
+        log.info("gRPC endpoint (apache.rocketmq.v2.MessagingService) listening on {addr}:{port}, TLS {mode}",
+                 addr=self.address, port=self.port, mode=tls.mode)
+        super().startService()
+
+    async def _serve(self, service_grpc: Any, tls: Any) -> Any:
+        """On the loop: grpc.aio's server bound and started; its port (a (TLS, plain) pair when permissive),
+        0 when it cannot bind."""
+        import grpc
+
+        servicer = MessagingServicer(self.backend, self.reactor, ReactorBridge(self.reactor, asyncio.get_running_loop()))
         interceptors = []
         if self.broker.acl is not None:  # on or off for the broker's life: no wrapper at all when off
             from rmqtx.grpc.security import AclInterceptor
 
             interceptors.append(AclInterceptor(lambda: self.broker.acl, servicer.response_class, servicer._status,
                                                self._client_host))
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="rmqtx-grpc"),
-                                  options=[("grpc.max_receive_message_length", MAX_INBOUND)], interceptors=interceptors)
+        # no SO_REUSEPORT: a second broker given the same grpcPort must fail to start, not share the port
+        self.server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND), ("grpc.so_reuseport", 0)],
+                                      interceptors=interceptors)
         service_grpc.add_MessagingServiceServicer_to_server(servicer, self.server)
         public = f"{self.address}:{self.port}"
-        if tls.mode == "disabled":
-            bound = self.server.add_insecure_port(public)
-        elif tls.mode == "enforcing":
-            bound = self.server.add_secure_port(public, self._credentials(tls))
-        else:
-            bound = self._permissive(tls)
-        if bound == 0:
-            raise RuntimeError(f"gRPC endpoint cannot bind {public}")
-        self.port = bound
-        self.server.start()
-        self.backend.start()
-        log.info("gRPC endpoint (apache.rocketmq.v2.MessagingService) listening on {addr}:{port}, TLS {mode}",
-                 addr=self.address, port=self.port, mode=tls.mode)
-        super().startService()
+        bound: Any
+        try:  # grpcio raises RuntimeError when a port is taken
+            if tls.mode == "disabled":
+                bound = self.server.add_insecure_port(public)
+            elif tls.mode == "enforcing":
+                bound = self.server.add_secure_port(public, self._credentials(tls))
+            else:  # permissive: grpcio on two loopback ports (TLS, plain) behind a Twisted front on the public port
+                tls_port = self.server.add_secure_port("127.0.0.1:0", self._credentials(tls))
+                plain_port = self.server.add_insecure_port("127.0.0.1:0")
+                bound = (tls_port, plain_port) if tls_port and plain_port else 0
+        except RuntimeError as exc:
+            log.info("gRPC endpoint: {exc}", exc=exc)
+            bound = 0
+        if bound:
+            await self.server.start()
+        return bound
+
+    def _abandon(self) -> None:
+        """A failed start: the server (if any) and the loop go away; nothing was served yet."""
+        if self.server is not None:
+            try:
+                self.loop_thread.submit(self.server.stop(None)).result(timeout=5)
+            except Exception:  # already failing: the loop's end cancels what is left
+                pass
+            self.server = None
+        self.loop_thread.stop()
 
     def _credentials(self, tls: Any) -> Any:
         from rmqtx.grpc.tls import server_credentials
 
         return server_credentials(tls, ["127.0.0.1", self.address, self.broker.config.brokerIP1])
 
-    def _permissive(self, tls: Any) -> int:
-        """grpcio on two loopback ports (TLS, plain) behind a Twisted front on the public port."""
+    def _front(self, tls_port: int, plain_port: int) -> int:
+        """The Twisted front on the public port of permissive mode."""
         from twisted.internet.error import CannotListenError
 
         from rmqtx.grpc.tls import PermissiveFront
 
-        tls_port = self.server.add_secure_port("127.0.0.1:0", self._credentials(tls))
-        plain_port = self.server.add_insecure_port("127.0.0.1:0")
-        if not tls_port or not plain_port:
-            return 0
         self.front = PermissiveFront(self.reactor, tls_port, plain_port)
         try:
             self.front_port = self.reactor.listenTCP(self.port, self.front, interface=self.address)
-        except CannotListenError:
-            return 0
+        except CannotListenError as exc:
+            raise listen_failure("the gRPC endpoint", exc) from None
         return self.front_port.getHost().port
 
     def _client_host(self, context: Any) -> str:
@@ -583,8 +645,10 @@ class GrpcEndpoint(service.Service):
         if self.front_port is not None:
             await self.front_port.stopListening()
         if self.server is not None:
-            stopped = self.server.stop(grace=1.0)
-            await threads.deferToThread(stopped.wait, 5.0)
+            await self.loop_thread.deferred(self.reactor, self.server.stop(STOP_GRACE_S))
+            self.server = None
+        self.loop_thread.stop()
+        await threads.deferToThread(self.loop_thread.thread.join, 5.0)
         await self.backend.stop()
 
     def stopService(self) -> "defer.Deferred[None]":
