@@ -854,7 +854,7 @@ SCENARIOS: list[Scenario] = [
              clients_reason=("a 5.x gRPC SDK SimpleConsumer of an orderly group, over the gRPC endpoint; this column's "
                              "ordered consumption is the orderly scenario")),
     Scenario("crowd", "4 producers and 4 SimpleConsumers at once (5.x)", "crowd", crowd_build, crowd_check, wait=60.0,
-             clients=("py5", "java5grpc", "node5"),
+             clients=("py5", "java5grpc", "node5", "go5"),
              clients_reason=("5.x gRPC SDK producers and SimpleConsumers, each its own client instance, over the gRPC "
                              "endpoint; this column's groups are three_consumers")),
 ]
