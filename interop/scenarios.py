@@ -605,6 +605,51 @@ def fifo_consume_check(events: Events, params: dict, probe: Probe) -> str | None
     return None
 
 
+CROWD_PRODUCERS, CROWD_CONSUMERS, CROWD_EACH = 4, 4, 25
+
+
+def crowd_build(ctx: Context) -> dict:
+    """op ``crowd`` (the 5.x gRPC SDKs): ``members`` SimpleConsumers of ``group`` (each its own client
+    instance) start and keep receiving (long polling, ``invisible`` seconds, acking whatever they receive)
+    while ``producers`` producers (each its own client instance, started together once the consumers are
+    receiving) send their specs at the same time, each its own in order (a spec's ``producer`` names its
+    sender); the consumers stop once every spec was acked (then ``linger``) or after ``wait`` seconds.
+    ``sent`` events carry ``producer``; ``recv`` and ``acked`` events ``member``."""
+    msgs = [dict(m, producer=p) for p in range(CROWD_PRODUCERS)
+            for m in messages(f"crowd-p{p}", CROWD_EACH, ("TagA", "TagB"))]
+    return {"messages": msgs, "producers": CROWD_PRODUCERS, "members": CROWD_CONSUMERS, "invisible": 20,
+            "linger": 2.0, "wait": 60.0}
+
+
+def crowd_check(events: Events, params: dict, probe: Probe) -> str | None:
+    """Every spec sent OK by its own producer and delivered at least once, nothing delivered that no producer
+    sent, every delivered message acked, and the deliveries spread over more than one member."""
+    reason = first(errors(events), sends_ok(events, params))
+    if reason:
+        return reason
+    sent = [e for e in events if e["kind"] == "sent"]
+    by_producer = {m["body"]: m["producer"] for m in params["messages"]}
+    astray = [e["body"] for e in sent if by_producer.get(e["body"], -1) != e.get("producer")]
+    if astray:
+        return f"{astray[0]} reported sent by producer {next(e.get('producer') for e in sent if e['body'] == astray[0])}"
+    sent_bodies = {e["body"] for e in sent}
+    got = received(events)
+    unsent = sorted({e["body"] for e in got} - sent_bodies)
+    if unsent:
+        return f"received {unsent[0]}, which no producer sent ({len(unsent)} such)"
+    counts = [len(received(events, m)) for m in range(params["members"])]
+    reason = delivered_exactly(events, params["messages"])
+    if reason:
+        return f"{reason} (deliveries per member {counts})"
+    acked = {e["body"] for e in events if e["kind"] == "acked"}
+    unacked = sorted({e["body"] for e in got} - acked)
+    if unacked:
+        return f"{unacked[0]} delivered but never acked ({len(unacked)} such; deliveries per member {counts})"
+    if sum(1 for n in counts if n) < 2:
+        return f"only one member received anything (deliveries per member {counts})"
+    return None
+
+
 def dlq_consume_build(ctx: Context) -> dict:
     """op ``dlq_consume``: as op ``dlq`` (member 0 fails every delivery, ``max_reconsume`` retries,
     ``config`` event), then ``linger`` seconds after the last retry a push consumer of ``dlq_group``
@@ -808,6 +853,10 @@ SCENARIOS: list[Scenario] = [
              wait=40.0, orderly_group=True, clients=("py5", "java5grpc", "node5", "go5"),
              clients_reason=("a 5.x gRPC SDK SimpleConsumer of an orderly group, over the gRPC endpoint; this column's "
                              "ordered consumption is the orderly scenario")),
+    Scenario("crowd", "4 producers and 4 SimpleConsumers at once (5.x)", "crowd", crowd_build, crowd_check, wait=60.0,
+             clients=("py5", "java5grpc", "node5", "go5"),
+             clients_reason=("5.x gRPC SDK producers and SimpleConsumers, each its own client instance, over the gRPC "
+                             "endpoint; this column's groups are three_consumers")),
 ]
 #: Run only in their modes (``python -m interop --mode acl`` / ``tls`` / ``tls-permissive``).
 SECURITY_SCENARIOS: list[Scenario] = [

@@ -9,7 +9,8 @@ Producer scenarios read what was sent back through the broker over remoting (PUL
 queue), the ``recv`` events carrying each message's store time as ``at`` (when it became visible).
 The consumer scenarios (consume, retry, restart, pop, fifo_consume) send with the SDK and then receive
 with its SimpleConsumer(s) over the endpoint's POP (ReceiveMessage / AckMessage); reconsumeTimes is the
-delivery attempt less one, and the queue is not shown by the SDK. The cell
+delivery attempt less one, and the queue is not shown by the SDK. ``crowd`` runs its producers and
+SimpleConsumers in one SDK process, the producers sending while the consumers receive. The cell
 runs ``python -m interop.drivers.py5 COLUMN OP PARAMS``; the endpoint comes from ``$RMQTX_INTEROP_GRPC``
 (``python -m interop --grpc HOST:PORT``).
 """
@@ -352,6 +353,8 @@ def consume_cell(column: str, op: str, params: dict) -> int:
                 emit("error", error=e["error"])
         return code == 0
 
+    if op == "crowd":  # its producers send while its consumers receive
+        return crowd_cell(column, params, endpoint, wait)
     if not send(params["messages"]):
         return 1
     if op == "consume":
@@ -385,6 +388,28 @@ def consume_cell(column: str, op: str, params: dict) -> int:
     return 1
 
 
+def crowd_cell(column: str, params: dict, endpoint: str, wait: float) -> int:
+    """One SDK process: ``members`` SimpleConsumers receive while ``producers`` producers send (op ``crowd``)."""
+    sdk = {"op": "crowd", "endpoint": endpoint, "topic": params["topic"], "group": params["group"],
+           "messages": [dict(item, producer=spec["producer"]) for item, spec in zip(sdk_messages("send", params), params["messages"])],
+           "producers": params["producers"], "members": params["members"], "expect": len(params["messages"]),
+           "invisible": params["invisible"], "wait": wait, "linger": params.get("linger", 0.0), "tag": "*",
+           "expression_type": "TAG"}
+    code, events = run_sdk(column, sdk, wait + 60)
+    for e in events:
+        if e["event"] == "sent":
+            emit("sent", body=e["body"], at=e["at"], status="SEND_OK", msg_id=e["msg_id"], offset_msg_id="",
+                 producer=e.get("producer"))
+        elif e["event"] == "recv":
+            emit("recv", body=e["body"], tags=e.get("tag"), keys=e.get("keys") or [], topic=e["topic"], queue_id=-1,
+                 reconsume=(e.get("attempt") or 1) - 1, member=e["member"], at=e["at"])
+        elif e["event"] == "acked":
+            emit("acked", body=e["body"], member=e["member"], at=e["at"])
+        elif e["event"] == "error":
+            emit("error", error=e["error"])
+    return code
+
+
 def refused_cell(column: str, params: dict) -> int:
     """One send per spec with the cell's keys / TLS: each a ``sent`` (SEND_OK) or a ``refused`` event."""
     code, events = run_sdk(column, {"op": "refused_send", "endpoint": os.environ["RMQTX_INTEROP_GRPC"],
@@ -404,7 +429,7 @@ def main(column: str, op: str, params: dict) -> int:
     security(params)
     if op == "refused_send":
         return refused_cell(column, params)
-    if op in ("consume", "retry", "restart", "pop", "dlq", "dlq_consume", "fifo_consume"):
+    if op in ("consume", "retry", "restart", "pop", "dlq", "dlq_consume", "fifo_consume", "crowd"):
         return consume_cell(column, op, params)
     started = time.time()
     endpoint = os.environ["RMQTX_INTEROP_GRPC"]

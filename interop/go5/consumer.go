@@ -32,6 +32,7 @@ type consumeParams struct {
 	FailAlways     []string          `json:"fail_always"`
 	Attempts       int               `json:"attempts"`
 	Fifo           bool              `json:"fifo"`
+	Producers      int               `json:"producers"`
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -217,9 +218,13 @@ func consume(p params, c consumeParams) error {
 			}
 		}(i, consumer)
 	}
+	var sendFailures []string
+	if c.Producers > 0 {
+		sendFailures = sendTogether(p, c)
+	}
 	wg.Wait()
 	var failed []string
-	for _, failure := range failures {
+	for _, failure := range append(failures, sendFailures...) {
 		if failure != "" {
 			failed = append(failed, failure)
 		}
@@ -228,6 +233,57 @@ func consume(p params, c consumeParams) error {
 		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// sendTogether is op "crowd"'s producers: c.Producers Producer instances, started together, each
+// sending its own specs (spec.Producer: its index) in order, all at once; "sent" events carry "producer".
+// It returns the failures.
+func sendTogether(p params, c consumeParams) []string {
+	failures := make([]string, c.Producers)
+	producers := make([]rmq.Producer, c.Producers)
+	var starting sync.WaitGroup
+	for i := range producers {
+		starting.Add(1)
+		go func(index int) {
+			defer starting.Done()
+			producer, err := rmq.NewProducer(config(p, ""), rmq.WithTopics(p.Topic))
+			if err == nil {
+				if err = producer.Start(); err == nil {
+					producers[index] = producer
+				}
+			}
+			if err != nil {
+				failures[index] = fmt.Sprintf("producer %d: start: %v", index, err)
+			}
+		}(i)
+	}
+	starting.Wait()
+	var sending sync.WaitGroup
+	for i, producer := range producers {
+		if producer == nil {
+			continue
+		}
+		sending.Add(1)
+		go func(index int, producer rmq.Producer) {
+			defer sending.Done()
+			defer producer.GracefulStop()
+			for _, s := range p.Messages {
+				if s.Producer != index {
+					continue
+				}
+				at := float64(time.Now().UnixMilli()) / 1000
+				receipts, err := producer.Send(context.Background(), build(s, p.Topic))
+				if err != nil {
+					failures[index] = fmt.Sprintf("producer %d: %v", index, err)
+					return
+				}
+				emit("sent", map[string]any{"producer": index, "body": s.Body, "at": at, "msg_id": receipts[0].MessageID,
+					"offset": receipts[0].Offset})
+			}
+		}(i, producer)
+	}
+	sending.Wait()
+	return failures
 }
 
 // messageGroup: a FIFO message's group, nil for a message that has none (the SDK gives "" or nil).

@@ -1,6 +1,7 @@
 // The go5 driver: github.com/apache/rocketmq-clients/golang/v5 (the official 5.x gRPC SDK) as a
-// producer, and with ops "consume" and "push" as SimpleConsumers (consumer.go). Reads the same JSON
-// params as interop/py5/driver.py on stdin and prints the same events, one JSON object a line.
+// producer, and with ops "consume", "crowd" (with producers sending meanwhile) and "push" as
+// SimpleConsumers (consumer.go). Reads the same JSON params as interop/py5/driver.py on stdin and
+// prints the same events, one JSON object a line.
 package main
 
 import (
@@ -31,6 +32,7 @@ type spec struct {
 	DelayS     float64           `json:"delay_s"`
 	Action     string            `json:"action"`
 	CheckState string            `json:"check_state"`
+	Producer   int               `json:"producer"`
 }
 
 type params struct {
@@ -307,7 +309,7 @@ func main() {
 	switch p.Op {
 	case "refused_send":
 		err = refusedSend(p)
-	case "consume":
+	case "consume", "crowd":
 		err = consume(p, p.consumeParams)
 	case "push":
 		err = push(p, p.consumeParams)

@@ -1,6 +1,6 @@
 'use strict';
 // The node5 driver: rocketmq-client-nodejs (the official 5.x gRPC SDK) as a producer, and with ops
-// "consume" (SimpleConsumers) and "push" (a PushConsumer) as a consumer. Reads the same JSON params as
+// "consume" (SimpleConsumers), "crowd" (producers and SimpleConsumers at once) and "push" (a PushConsumer) as a consumer. Reads the same JSON params as
 // interop/py5/driver.py on stdin and prints the same events, one JSON object a line. The SDK counts
 // durations in milliseconds where the params give seconds. Every op takes "acl" ({access_key, secret_key}:
 // the SDK signs its calls; none: no credentials) and "tls" (sslEnabled: grpc-js checks the certificate
@@ -122,7 +122,8 @@ function describe(err) {
 // Op "consume": `members` SimpleConsumers receive until `expect` bodies are acked, then linger; `actions`
 // leaves a body un-acked (skip_once) or changes its invisible duration (change_once, change_ack) on its
 // first delivery. `fifo`: as an orderly consumer, a message group with an un-acked message in a batch has
-// its later messages in that batch left alone too ("held" events).
+// its later messages in that batch left alone too ("held" events). Op "crowd": the same, with `producers`
+// producers sending at once while the consumers receive (sendTogether).
 async function consume(params) {
   const { topic } = params;
   const actions = params.actions || {};
@@ -190,12 +191,40 @@ async function consume(params) {
       }
     }
 
-    await Promise.all(members.map((consumer, i) => run(i, consumer)));
+    const sending = params.producers ? sendTogether(params).then(failed => failures.push(...failed)) : null;
+    await Promise.all([...members.map((consumer, i) => run(i, consumer)), sending]);
   } finally {
     await Promise.all(members.map(c => c.shutdown().catch(() => {})));
   }
   for (const failure of failures) emit('error', { error: failure });
   return failures.length ? 1 : 0;
+}
+
+// Op "crowd"'s producers: `producers` Producer instances, started together, each sending its own specs
+// (`producer`: its index) in order, all at once; "sent" events carry `producer`. Resolves to the failures.
+async function sendTogether(params) {
+  const failures = [];
+  const producers = [];
+  for (let i = 0; i < params.producers; i++) producers.push(new sdk.Producer({ ...clientOptions(params), topics: [params.topic] }));
+  try {
+    const started = await Promise.allSettled(producers.map(p => p.startup()));
+    started.forEach((r, i) => r.status === 'rejected' && failures.push(`producer ${i}: start: ${describe(r.reason)}`));
+    if (failures.length) return failures;
+    await Promise.all(producers.map(async (producer, index) => {
+      try {
+        for (const spec of params.messages.filter(s => s.producer === index)) {
+          const at = Date.now() / 1000;
+          const receipt = await producer.send(build(spec, params.topic));
+          emit('sent', { producer: index, body: spec.body, at, msg_id: receipt.messageId, offset: receipt.offset ?? null });
+        }
+      } catch (err) {
+        failures.push(`producer ${index}: ${describe(err)}`);
+      }
+    }));
+  } finally {
+    await Promise.all(producers.map(p => p.shutdown().catch(() => {})));
+  }
+  return failures;
 }
 
 // Op "push": a PushConsumer failing the first delivery of each `fail_once` body and every delivery of each
@@ -255,7 +284,7 @@ async function main() {
   loadSdk();
   const { topic, op } = params;
   if (op === 'refused_send') return refusedSend(params);
-  if (op === 'consume') return consume(params);
+  if (op === 'consume' || op === 'crowd') return consume(params);
   if (op === 'push') return push(params);
   const checkStates = new Map(params.messages.map(s => [s.body, s.check_state || 'COMMIT']));
   const expected = new Set(params.messages.filter(s => s.action === 'check').map(s => s.body));

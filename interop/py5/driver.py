@@ -18,6 +18,9 @@ ops:
   ``attempt`` (delivery attempt) and ``handle`` (receipt handle), ``recv`` with ``message_group`` (FIFO);
   ``members`` SimpleConsumers at once; ``fifo``: as an orderly consumer, a message group with an un-acked
   message in a batch has its later messages in that batch left alone too (``held`` events).
+* ``crowd``: as ``consume`` (``members`` SimpleConsumers, each its own client), and once they are receiving
+  ``producers`` producers (each its own client), started together, send at once, each the ``messages``
+  whose ``producer`` is its index, in order; ``sent`` events with ``producer``.
 * ``push``: a PushConsumer of ``group`` that fails the first delivery of each body in ``fail_once``,
   every delivery of each body in ``fail_always`` (done with one after ``attempts`` deliveries: the SDK
   then forwards it to the DLQ) and succeeds otherwise, until ``expect`` bodies are done; ``recv`` events.
@@ -191,6 +194,8 @@ def consume(params: dict) -> int:
     threads = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(members)]
     for t in threads:
         t.start()
+    if params.get("producers"):
+        failures.extend(send_together(params, config))
     for t in threads:
         t.join()
     for consumer in members:
@@ -198,6 +203,43 @@ def consume(params: dict) -> int:
     for failure in failures:
         emit("error", error=failure)
     return 1 if failures else 0
+
+
+def send_together(params: dict, config) -> list[str]:
+    """Op ``crowd``'s producers: ``producers`` Producer instances, started together, each sending its own
+    specs (``producer``: its index) in order, all at once; ``sent`` events carry ``producer``. Failures."""
+    from rocketmq import Producer
+
+    topic = params["topic"]
+    failures: list[str] = []
+    producers = [Producer(config, (topic,), tls_enable=bool(params.get("tls"))) for _ in range(params["producers"])]
+    started = threading.Barrier(len(producers))
+
+    def run(index: int, producer) -> None:
+        try:
+            producer.startup()
+        except Exception as exc:
+            failures.append(f"producer {index}: start: {type(exc).__name__}: {exc}")
+            started.abort()
+            return
+        try:
+            started.wait(30)
+            for spec in params["messages"]:
+                if spec["producer"] == index:
+                    at = time.time()
+                    receipt = producer.send(build(spec, topic))
+                    emit("sent", producer=index, body=spec["body"], at=at, msg_id=receipt.message_id, offset=receipt.offset)
+        except Exception as exc:
+            failures.append(f"producer {index}: {type(exc).__name__}: {exc}")
+        finally:
+            producer.shutdown()
+
+    threads = [threading.Thread(target=run, args=(i, p), daemon=True) for i, p in enumerate(producers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return failures
 
 
 def push(params: dict) -> int:
@@ -255,7 +297,7 @@ def main() -> int:
     import rocketmq  # noqa: F401  (its logging set-up first: it replaces the logger's handlers)
 
     logging.getLogger("rocketmq-python-client").addHandler(_SdkErrors())
-    if params["op"] == "consume":
+    if params["op"] in ("consume", "crowd"):
         return consume(params)
     if params["op"] == "push":
         return push(params)

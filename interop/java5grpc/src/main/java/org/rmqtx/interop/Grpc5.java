@@ -42,7 +42,8 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
 /**
  * The java5grpc driver: rocketmq-client-java (the 5.x gRPC SDK) as a producer, and with op "consume"
  * as SimpleConsumers (with "fifo", a message group with an un-acked message in a batch has the rest of
- * it in that batch held, as an orderly consumer does). Reads the same JSON params as interop/py5/driver.py on stdin and prints the same
+ * it in that batch held, as an orderly consumer does); op "crowd" is "consume" with "producers" Producers sending
+ * at once while the SimpleConsumers receive. Reads the same JSON params as interop/py5/driver.py on stdin and prints the same
  * events (one JSON object per line).
  */
 public final class Grpc5 {
@@ -195,6 +196,9 @@ public final class Grpc5 {
             threads.add(t);
             t.start();
         }
+        if (num(params, "producers", 0) > 0) {
+            failures.addAll(sendTogether(params, provider, config));
+        }
         for (Thread t : threads) {
             t.join();
         }
@@ -205,6 +209,64 @@ public final class Grpc5 {
             emit("error", fields("error", failure));
         }
         return failures.isEmpty() ? 0 : 1;
+    }
+
+    /**
+     * Op "crowd"'s producers: "producers" Producer instances, started together, each sending its own specs
+     * ("producer": its index) in order, all at once; "sent" events carry "producer". Returns the failures.
+     */
+    static List<String> sendTogether(JsonObject params, ClientServiceProvider provider, ClientConfiguration config)
+        throws InterruptedException {
+        String topic = text(params, "topic");
+        int count = (int) num(params, "producers", 0);
+        List<String> failures = Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch started = new CountDownLatch(count);
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            final int index = i;
+            Thread t = new Thread(() -> {
+                Producer producer = null;
+                try {
+                    producer = provider.newProducerBuilder().setClientConfiguration(config).setTopics(topic).build();
+                } catch (Exception e) {
+                    failures.add("producer " + index + ": start: " + describe(e));
+                } finally {
+                    started.countDown();
+                }
+                if (producer == null) {
+                    return;
+                }
+                try {
+                    if (!started.await(30, TimeUnit.SECONDS)) {
+                        failures.add("producer " + index + ": the other producers did not start within 30 s");
+                    }
+                    for (JsonElement m : params.getAsJsonArray("messages")) {
+                        JsonObject spec = m.getAsJsonObject();
+                        if ((int) num(spec, "producer", -1) != index) {
+                            continue;
+                        }
+                        double at = System.currentTimeMillis() / 1000.0;
+                        SendReceipt receipt = producer.send(build(provider, spec, topic));
+                        emit("sent", fields("producer", index, "body", text(spec, "body"), "at", at,
+                            "msg_id", receipt.getMessageId().toString(), "offset", null));
+                    }
+                } catch (Exception e) {
+                    failures.add("producer " + index + ": " + describe(e));
+                } finally {
+                    try {
+                        producer.close();
+                    } catch (Exception e) {
+                        failures.add("producer " + index + ": close: " + describe(e));
+                    }
+                }
+            });
+            threads.add(t);
+            t.start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        return failures;
     }
 
     /** Op "push": a PushConsumer failing fail_once bodies once and fail_always bodies every time. */
@@ -329,7 +391,7 @@ public final class Grpc5 {
         String topic = text(params, "topic");
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         ClientConfiguration config = configuration(params);
-        if ("consume".equals(op) || "push".equals(op)) {
+        if ("consume".equals(op) || "crowd".equals(op) || "push".equals(op)) {
             int code;
             try {
                 code = "push".equals(op) ? push(params, provider, config) : consume(params, provider, config);
