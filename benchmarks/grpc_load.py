@@ -59,7 +59,7 @@ def sdk_clients(server: object, count: int) -> None:
     deadlines = sum(out.count("DEADLINE_EXCEEDED") + err.count("DEADLINE_EXCEEDED") for out, err in outputs)
     print(f"grpc_load --sdk-consumers {count}: {3 * count} SimpleConsumers, one producer "
           f"(load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores)")
-    print(f"| figure | value |\n|---|---|")
+    print("| figure | value |\n|---|---|")
     print(f"| messages sent OK (of 200) / received | {len(sent)} ({took:.1f} s) / {len(sent & received)} |")
     print(f"| DEADLINE_EXCEEDED in the SDKs' output | {deadlines} |")
     print(f"| SDK errors | {len(errors)} {sorted(set(errors))[:2]} |")
@@ -99,7 +99,7 @@ def main() -> None:
         server.close()
     print(f"grpc_load: {args.receivers} parked receives, {args.streams} Telemetry streams, {args.messages} messages "
           f"({took:.1f} s; load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores)")
-    print(f"| figure | value |\n|---|---|")
+    print("| figure | value |\n|---|---|")
     print(f"| messages sent OK / delivered to a parked receive | {len(figures.sent)} / "
           f"{len(figures.sent & figures.received)} |")
     for name in ("QueryRoute", "Heartbeat", "SendMessage", "AckMessage"):

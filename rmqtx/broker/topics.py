@@ -9,7 +9,7 @@ from twisted.logger import Logger
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.common.topic_config import TopicConfig
-from rmqtx.common.topics import (  # noqa: F401  (gRPC imports them here still)
+from rmqtx.common.topics import (
     BENCHMARK_TOPIC,
     DEFAULT_TOPIC,
     DLQ_PREFIX,
@@ -19,9 +19,6 @@ from rmqtx.common.topics import (  # noqa: F401  (gRPC imports them here still)
     PERM_WRITE,
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
-    is_readable,
-    is_writeable,
-    validate_name,
 )
 
 log = Logger(namespace="rmqtx.broker.topics")

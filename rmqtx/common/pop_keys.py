@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rmqtx.common.message import PROPERTY_POP_CK as PROPERTY_POP_CK  # the gRPC endpoint reads it as keys.PROPERTY_POP_CK
 from rmqtx.common.topics import RETRY_PREFIX
 
 #: The revive queue id that marks an orderly pop: its acks move the committed offset instead.

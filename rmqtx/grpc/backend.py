@@ -17,12 +17,13 @@ from typing import Any, Callable
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
-from rmqtx.broker.topics import is_readable, is_writeable, validate_name
 from rmqtx.client.message import MessageExt
 from rmqtx.client.util import java_fields
 from rmqtx.common import fastjson, validation
 from rmqtx.common.javacompat import java_string_hash
 from rmqtx.common.message import properties_to_string
+from rmqtx.common.sysflag import TRANSACTION_PREPARED
+from rmqtx.common.topics import is_readable, is_writeable, validate_name
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -35,7 +36,6 @@ from rmqtx.store.record import decode_offset_msg_id, parse_delay_levels
 
 log = Logger(namespace="rmqtx.grpc")
 
-SYSFLAG_TRANSACTION_PREPARED = 0x4
 COMMIT, ROLLBACK = 8, 12
 #: Apache's proxy refuses delivery timestamps further out than this (its maxDelayTimeMills default).
 MAX_DELAY_MS = 24 * 3600 * 1000
@@ -43,7 +43,7 @@ HEARTBEAT_SECONDS = 20.0
 #: How long a transaction the client may still end is remembered (Apache's proxy keeps 3 min).
 TRANSACTION_TTL = 180.0
 #: remoting response code -> apache.rocketmq.v2.Code name, as the proxy maps a broker's answer.
-_BROKER_CODES = {
+_BROKER_CODES: dict[int, str] = {
     ResponseCode.SUCCESS: "OK",
     ResponseCode.FLUSH_DISK_TIMEOUT: "MASTER_PERSISTENCE_TIMEOUT",
     ResponseCode.FLUSH_SLAVE_TIMEOUT: "SLAVE_PERSISTENCE_TIMEOUT",
@@ -279,7 +279,8 @@ class GrpcBackend:
         policy = getattr(config, "groupRetryPolicy", None)
         if not isinstance(policy, dict) or str(policy.get("type", "")).upper() != "EXPONENTIAL":
             return None
-        exp = policy.get("exponentialRetryPolicy") if isinstance(policy.get("exponentialRetryPolicy"), dict) else {}
+        found = policy.get("exponentialRetryPolicy")
+        exp: dict = found if isinstance(found, dict) else {}
         try:
             return int(exp.get("initial", 5000)), int(exp.get("max", 7_200_000)), float(exp.get("multiplier", 2))
         except (TypeError, ValueError):
@@ -384,7 +385,7 @@ class GrpcBackend:
             props["TRAN_MSG"] = "true"
             if sysp.HasField("orphaned_transaction_recovery_duration"):
                 props["CHECK_IMMUNITY_TIME_IN_SECONDS"] = str(sysp.orphaned_transaction_recovery_duration.seconds)
-            sys_flag |= SYSFLAG_TRANSACTION_PREPARED
+            sys_flag |= TRANSACTION_PREPARED
         queue_id = self._select_queue(topic, message_group)
         born_ms = sysp.born_timestamp.seconds * 1000 + sysp.born_timestamp.nanos // 1_000_000 or int(time.time() * 1000)
         header = SendMessageRequestHeader(

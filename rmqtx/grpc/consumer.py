@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from twisted.logger import Logger
+
 from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.client.pop import stamp_messages
 from rmqtx.client.util import java_fields
 from rmqtx.common import pop_keys as keys
+from rmqtx.common.message import PROPERTY_POP_CK
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -112,6 +114,12 @@ class ReceiptHandle:
     def expired(self, now_ms: int) -> bool:
         return self.info.pop_time + self.info.invisible_time <= now_ms
 
+    @property
+    def msg_offset(self) -> int:
+        """The message's queue offset (_parse_handle refuses a handle without one)."""
+        assert self.info.msg_offset is not None
+        return self.info.msg_offset
+
 
 def _grpc_error(code: str, message: str) -> Exception:
     from rmqtx.grpc.backend import GrpcError
@@ -155,8 +163,8 @@ async def receive(backend: "GrpcBackend", group: str, topic: str, expression_typ
     stamp_messages(msgs, topic, backend.broker_name, answer, fifo)
     kept = []
     for msg in msgs:
-        handle = ReceiptHandle.encode(msg.properties[keys.PROPERTY_POP_CK], msg.commit_log_offset)
-        msg.properties[keys.PROPERTY_POP_CK] = handle
+        handle = ReceiptHandle.encode(msg.properties[PROPERTY_POP_CK], msg.commit_log_offset)
+        msg.properties[PROPERTY_POP_CK] = handle
         if 0 < max_attempts <= msg.reconsume_times:
             message_id = msg.properties.get("UNIQ_KEY") or msg.msg_id
             try:
@@ -185,7 +193,7 @@ async def ack(backend: "GrpcBackend", group: str, topic: str, receipt_handle: st
         raise _grpc_error("INVALID_RECEIPT_HANDLE", EXPIRED_HANDLE)
     info = handle.info
     header = AckMessageRequestHeader(group, keys.real_topic(topic, group, info.mark), info.queue_id, handle.extra,
-                                     info.msg_offset)
+                                     handle.msg_offset)
     response = await backend._call(RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_fields()))
     if response.code != ResponseCode.SUCCESS:
         raise _broker_error(response)
@@ -201,13 +209,13 @@ async def change_invisible(backend: "GrpcBackend", group: str, topic: str, recei
         raise _grpc_error("INVALID_RECEIPT_HANDLE", EXPIRED_HANDLE)
     info = handle.info
     real = keys.real_topic(topic, group, info.mark)
-    header = ChangeInvisibleTimeRequestHeader(group, real, info.queue_id, handle.extra, info.msg_offset, invisible_ms)
+    header = ChangeInvisibleTimeRequestHeader(group, real, info.queue_id, handle.extra, handle.msg_offset, invisible_ms)
     response = await backend._call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_fields()))
     if response.code != ResponseCode.SUCCESS:
         raise _broker_error(response)
     answer = ChangeInvisibleTimeResponseHeader.from_command(response)
-    extra = keys.extra_info(info.msg_offset, answer.popTime, answer.invisibleTime, answer.reviveQid, real,
-                            info.broker_name, info.queue_id, info.msg_offset)
+    extra = keys.extra_info(handle.msg_offset, answer.popTime, answer.invisibleTime, answer.reviveQid, real,
+                            info.broker_name, info.queue_id, handle.msg_offset)
     return ReceiptHandle.encode(extra, handle.commit_log_offset)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.client.message import MessageExt, decode_messages
+from rmqtx.common.sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 #: Most messages one PullMessage hands out (the broker's own cap for a pull).
 MAX_PULL_BATCH = 32
 #: PULL_MESSAGE sysFlag bits (no commit bit: offsets move by UpdateOffset only).
-_FLAG_SUSPEND, _FLAG_SUBSCRIPTION = 0x2, 0x4
 
 
 def _error(code: str, message: str) -> Exception:
@@ -127,7 +127,7 @@ async def pull(backend: "GrpcBackend", group: str, topic: str, queue_id: int, of
     suspend = max(poll_ms, 0)
     header = PullMessageRequestHeader(
         consumerGroup=group, topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=min(batch, MAX_PULL_BATCH),
-        sysFlag=_FLAG_SUBSCRIPTION | (_FLAG_SUSPEND if suspend else 0), commitOffset=0, suspendTimeoutMillis=suspend,
+        sysFlag=FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend else 0), commitOffset=0, suspendTimeoutMillis=suspend,
         subscription=expression or "*", subVersion=0, expressionType=expression_type or "TAG",
     )
     request = header.apply_to(RemotingCommand(RequestCode.PULL_MESSAGE))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rmqtx.broker.recall_handle import decode_handle
-from rmqtx.broker.topics import validate_name
+from rmqtx.common.topics import validate_name
 from rmqtx.grpc.backend import GrpcError
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode

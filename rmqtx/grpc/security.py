@@ -18,8 +18,9 @@ from typing import Any, AsyncIterator, Callable
 import grpc
 from twisted.logger import Logger
 
-from rmqtx.acl.plain import ANY, PUB, RETRY_PREFIX, SUB
+from rmqtx.acl.plain import ANY, PUB, SUB
 from rmqtx.acl.validator import AclRefusal, authorize
+from rmqtx.common.topics import RETRY_PREFIX
 
 log = Logger(namespace="rmqtx.grpc.acl")
 

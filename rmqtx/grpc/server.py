@@ -24,8 +24,8 @@ from twisted.logger import Logger
 
 from rmqtx.grpc import consumer, offsets, stubs
 from rmqtx.grpc.aioloop import LoopThread, ReactorBridge
-from rmqtx.grpc.recall import recall
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
+from rmqtx.grpc.recall import recall
 from rmqtx.startup import StartupError, listen_failure
 
 log = Logger(namespace="rmqtx.grpc")

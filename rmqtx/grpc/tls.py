@@ -19,6 +19,7 @@ from typing import Any
 from twisted.internet import protocol
 from twisted.logger import Logger
 
+from rmqtx.remoting.protocol import IStreamTransport
 from rmqtx.remoting.tls import TLS_HANDSHAKE_RECORD, TlsServerSettings, tls_properties
 
 log = Logger(namespace="rmqtx.grpc.tls")
@@ -94,6 +95,8 @@ def server_credentials(settings: TlsServerSettings, hosts: list[str]) -> Any:
 
 class _Splice(protocol.Protocol):
     """One side of a spliced connection; writes what it reads to its peer, with flow control."""
+
+    transport: IStreamTransport
 
     peer: "_Splice | None" = None
 
