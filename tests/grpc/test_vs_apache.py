@@ -8,6 +8,7 @@ table of every case, Apache's answer beside rmqtx's.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tests.grpc.apache import BROKER_NAME, ApacheProxy
-from tests.grpc.py5 import PY5_VENV, grpc_standalone
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, run_driver
 
 MIB = 1024 * 1024
 #: The SDK's own headers (a Python 5.x client), so both servers see ordinary clients.
@@ -199,6 +200,7 @@ class Prober:
         self.send("send_body_4MiB", send_topic, b"x" * (4 * MIB))
         self.send("send_body_4MiB_plus_1", send_topic, b"x" * (4 * MIB + 1))
 
+        self.sdk_cases()
         if expiring:
             handle = expiring[0].system_properties.receipt_handle
             fields = handle.split(" ")
@@ -210,6 +212,33 @@ class Prober:
             time.sleep(max(0.0, expiring_at + 1 - time.monotonic()))
             self.ack("ack_expired_handle", "GID_vs_expired", recv_topic, expiring[0].system_properties.message_id, handle)
         return self.answers
+
+    def sdk_cases(self) -> None:
+        """The 5.x Python SDK's ordinary use through interop/py5/driver.py: its send, its SimpleConsumer's
+        receive and ack, and one send the server should refuse (SENT or REFUSED, the SDK's error as message)."""
+        topic = "VS_SDK"
+        self.create_topic(topic, 4)
+        specs = [{"body": f"sdk-{i}", "tag": "TagS", "keys": [f"key-{i}"], "props": {"p": str(i)}} for i in range(3)]
+
+        def driver(case: str, params: dict, ok: Callable[[list[dict]], bool]) -> None:
+            try:
+                events = run_driver({"endpoint": self.address, "topic": topic, **params}, timeout=120)
+            except AssertionError as exc:
+                self.answers[case] = Answer("DRIVER_ERROR", str(exc)[:300])
+                return
+            self.answers[case] = Answer("OK" if ok(events) else "INCOMPLETE", "" if ok(events) else json.dumps(events)[:300])
+
+        driver("sdk_send", {"op": "send", "messages": specs}, lambda ev: len([e for e in ev if e["event"] == "sent"]) == 3)
+        driver("sdk_receive_and_ack", {"op": "consume", "group": "GID_vs_sdk", "expect": 3, "wait": 40, "invisible": 15},
+               lambda ev: {e["body"] for e in ev if e["event"] == "acked"} == {s["body"] for s in specs})
+        try:
+            events = run_driver({"op": "refused_send", "endpoint": self.address, "topic": topic, "timeout": 5,
+                                 "messages": [{"body": "many", "props": {f"p{i}": "v" for i in range(129)}}]}, timeout=120)
+        except AssertionError as exc:
+            self.answers["sdk_send_129_user_properties"] = Answer("DRIVER_ERROR", str(exc)[:300])
+        else:
+            last = events[-1] if events else {"event": "none"}
+            self.answers["sdk_send_129_user_properties"] = Answer(last["event"].upper(), last.get("error", ""))
 
 
 def token(message: str) -> str | None:
