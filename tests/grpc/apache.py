@@ -39,6 +39,10 @@ BROKER_NAME = "broker-a"
 LOGS = {"namesrv.log", "proxy.log", "broker.log", "broker_default.log", "store.log"}
 
 
+class PortTaken(RuntimeError):
+    """A JVM exited because a port it binds on every interface was taken after we picked it."""
+
+
 class ApacheUnavailable(RuntimeError):
     """No java or no mvn on PATH, or Maven could not resolve the jars."""
 
@@ -113,8 +117,17 @@ class ApacheProxy:
     def __init__(self, broker_conf: dict[str, object] | None = None, proxy_conf: dict[str, object] | None = None,
                  jvm_opts: list[str] | None = None) -> None:
         self.jvm_opts = list(JVM_OPTS if jvm_opts is None else jvm_opts)
+        self.broker_conf, self.proxy_conf = dict(broker_conf or {}), dict(proxy_conf or {})
         self.tmp = tempfile.TemporaryDirectory(prefix="rmqtx-apache5-")
         self.root = Path(self.tmp.name)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.started_in: float | None = None
+        self._configure()
+
+    def _configure(self) -> None:
+        """Pick the ports and write the three config files, over whatever an earlier attempt left."""
+        for leftover in ("store", "namesrv", "proxy"):
+            shutil.rmtree(self.root / leftover, ignore_errors=True)
         self.namesrv_port, self.grpc_port, self.remoting_port = (free_port() for _ in range(3))
         self.broker_port = broker_port()
         self.namesrv = f"127.0.0.1:{self.namesrv_port}"
@@ -128,16 +141,14 @@ class ApacheProxy:
             "bindAddress": "127.0.0.1", "listenPort": self.broker_port, "haListenPort": self.broker_port + 1, "namesrvAddr": self.namesrv,
             "storePathRootDir": store, "storePathCommitLog": store / "commitlog",
             "mappedFileSizeCommitLog": 64 * 1024 * 1024, "flushDiskType": "ASYNC_FLUSH", "brokerRole": "ASYNC_MASTER",
-            **(broker_conf or {}),
+            **self.broker_conf,
         })
         (self.root / "rmq-proxy.json").write_text(json.dumps({
             "rocketMQClusterName": CLUSTER, "namesrvAddr": self.namesrv, "grpcServerPort": self.grpc_port,
             "remotingListenPort": self.remoting_port, "proxyMode": "local", "localServeAddr": "127.0.0.1",
             "grpcShutdownTimeSeconds": 3,  # not the 30 s grace a production proxy gives its streams
-            **(proxy_conf or {}),
+            **self.proxy_conf,
         }, indent=2))
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.started_in: float | None = None
 
     def _java(self, name: str, main: str, *args: str) -> subprocess.Popen:
         home = self.root / name
@@ -151,11 +162,25 @@ class ApacheProxy:
         finally:
             log.close()
 
-    def start(self, timeout: float = 180.0) -> "ApacheProxy":
-        """Both JVMs, then wait until the broker answers over remoting and the proxy over gRPC."""
+    def start(self, timeout: float = 180.0, attempts: int = 3) -> "ApacheProxy":
+        """Both JVMs, then wait until the broker answers over remoting and the proxy over gRPC; again on
+        other ports when one of the ports bound on every interface was taken meanwhile (a shared machine)."""
+        classpath()  # resolved once, outside the JVMs' timeout
         began = time.monotonic()
-        deadline = began + timeout
-        classpath()  # resolve once, outside the timeout's reach of a JVM start
+        for attempt in range(attempts):
+            try:
+                self._start(began + timeout)
+            except PortTaken:
+                if attempt == attempts - 1:
+                    raise
+                self.procs.clear()
+                self._configure()
+            else:
+                self.started_in = time.monotonic() - began
+                return self
+        raise AssertionError("unreachable")
+
+    def _start(self, deadline: float) -> None:
         try:
             self.procs["namesrv"] = self._java("namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup",
                                                "-c", str(self.root / "namesrv.properties"))
@@ -167,14 +192,13 @@ class ApacheProxy:
         except BaseException:
             self.stop()
             raise
-        self.started_in = time.monotonic() - began
-        return self
 
     def _wait(self, deadline: float, what: str, ready) -> None:
         while True:
             for name, proc in self.procs.items():
                 if proc.poll() is not None:
-                    raise RuntimeError(f"Apache {name} exited with {proc.returncode}:\n{self.log(name)}")
+                    kind = PortTaken if self._mentions(name, "Address already in use") else RuntimeError
+                    raise kind(f"Apache {name} exited with {proc.returncode}:\n{self.log(name)}")
             try:
                 if ready():
                     return
@@ -224,11 +248,16 @@ class ApacheProxy:
     def pids(self) -> dict[str, int]:
         return {name: proc.pid for name, proc in self.procs.items()}
 
+    def _log_files(self, name: str) -> list[Path]:
+        return [self.root / f"{name}.out", *sorted(p for p in (self.root / name / "logs").rglob("*.log") if p.name in LOGS)]
+
+    def _mentions(self, name: str, text: str) -> bool:
+        return any(path.exists() and text in path.read_text(errors="replace") for path in self._log_files(name))
+
     def log(self, name: str) -> str:
         """The JVM's console and the tail of its RocketMQ log (under user.home/logs)."""
         parts = []
-        logs = sorted(p for p in (self.root / name / "logs").rglob("*.log") if p.name in LOGS)
-        for path in [self.root / f"{name}.out", *logs]:
+        for path in self._log_files(name):
             try:
                 text = path.read_text(errors="replace")
             except OSError:
