@@ -22,6 +22,7 @@ from tests.grpc.apache import BROKER_NAME, ApacheProxy
 from tests.grpc.py5 import PY5_VENV, grpc_standalone, run_driver
 
 MIB = 1024 * 1024
+SETTINGS_RACE = 'because "settings" is null'
 #: The SDK's own headers (a Python 5.x client), so both servers see ordinary clients.
 CLIENT_VERSION = "5.0.6"
 
@@ -138,13 +139,15 @@ class Prober:
         if resp is not None and resp.entries:
             self.notes[case] = f"entry {self.code_name(resp.entries[0].status.code)}: {resp.entries[0].status.message[:200]}"
 
-    def change(self, case: str, group: str, topic: str, message: Any, invisible_ms: int) -> None:
+    def change(self, case: str, group: str, topic: str, message: Any, invisible_ms: int) -> str:
+        """The receipt handle to use from now on: the new one when the change was made."""
         d, s = self.d, self.s
+        handle = message.system_properties.receipt_handle
         request = s.ChangeInvisibleDurationRequest(group=d.Resource(name=group), topic=d.Resource(name=topic),
-                                                   message_id=message.system_properties.message_id,
-                                                   receipt_handle=message.system_properties.receipt_handle)
+                                                   message_id=message.system_properties.message_id, receipt_handle=handle)
         request.invisible_duration.FromMilliseconds(invisible_ms)
-        self.record(case, lambda: self.stub.ChangeInvisibleDuration(request, metadata=self.meta("consumer"), timeout=10))
+        resp = self.record(case, lambda: self.stub.ChangeInvisibleDuration(request, metadata=self.meta("consumer"), timeout=10))
+        return resp.receipt_handle if resp is not None and resp.receipt_handle else handle
 
     def close(self) -> None:
         for requests, replies in self._streams:
@@ -162,7 +165,7 @@ class Prober:
             client_type=d.ClientType.PRODUCER, publishing=d.Publishing(topics=[d.Resource(name=send_topic),
                                                                               d.Resource(name=recv_topic)]),
             user_agent=d.UA(language=d.Language.PYTHON, version=CLIENT_VERSION)))
-        for group in ("GID_vs_ok", "GID_vs_expired", "GID_vs_invisible"):
+        for group in ("GID_vs_ok", "GID_vs_expired", "GID_vs_invisible", "GID_vs_invisible_12h"):
             self.telemetry("consumer", d.Settings(
                 client_type=d.ClientType.SIMPLE_CONSUMER,
                 subscription=d.Subscription(group=d.Resource(name=group), subscriptions=[d.SubscriptionEntry(
@@ -181,21 +184,30 @@ class Prober:
         if got:
             self.change("change_invisible_negative", "GID_vs_ok", recv_topic, got[0], -1_000)
             self.change("change_invisible_13h", "GID_vs_ok", recv_topic, got[0], 13 * 3600 * 1000)
-            self.ack("ack_ok", "GID_vs_ok", recv_topic, got[0].system_properties.message_id,
-                     got[0].system_properties.receipt_handle)
+            handle = self.change("change_invisible_12h", "GID_vs_ok", recv_topic, got[0], 12 * 3600 * 1000)
+            self.ack("ack_ok", "GID_vs_ok", recv_topic, got[0].system_properties.message_id, handle)
         self.ack("ack_bogus_handle", "GID_vs_ok", recv_topic, "01AA", "not a handle")
         # well formed and unexpired, but never given out: an offset nothing was received from
         unknown = f"0 {int(time.time() * 1000)} 60000 0 0 {BROKER_NAME} 0 7 0"
         self.ack("ack_unknown_handle", "GID_vs_ok", recv_topic, "01AB", unknown)
         self.receive("receive_invisible_5s", "GID_vs_invisible", recv_topic, 5_000)
         self.receive("receive_invisible_13h", "GID_vs_invisible", recv_topic, 13 * 3600 * 1000)
+        self.receive("receive_invisible_12h", "GID_vs_invisible_12h", recv_topic, 12 * 3600 * 1000)
 
         self.send("send_unknown_topic", "VS_NO_SUCH_TOPIC")
         self.send("send_tag_control_char", send_topic, tag="a\x01b")
+        self.send("send_tag_whitespace", send_topic, tag=" ")
         self.send("send_key_control_char", send_topic, keys=["k\x02"])
+        self.send("send_key_whitespace", send_topic, keys=[" "])
         self.send("send_property_name_control_char", send_topic, user={"p\x03q": "v"})
+        self.send("send_property_value_control_char", send_topic, user={"p": "v\x04w"})
+        self.send("send_128_user_properties", send_topic, user={f"p{i}": "v" for i in range(128)})
         self.send("send_129_user_properties", send_topic, user={f"p{i}": "v" for i in range(129)})
-        self.send("send_user_properties_over_16KiB", send_topic, user={"big": "v" * (16 * 1024 + 1)})
+        # the limit counts the UTF-8 bytes of every property name and value, the tag and the keys
+        self.send("send_user_properties_16384_bytes", send_topic, user={"big": "v" * (16 * 1024 - 3)})
+        self.send("send_user_properties_16385_bytes", send_topic, user={"big": "v" * (16 * 1024 - 2)})
+        self.send("send_user_properties_16385_bytes_with_tag_and_key", send_topic, tag="T", keys=["K"],
+                  user={"big": "v" * (16 * 1024 - 4)})
         self.send("send_UNIQ_KEY_as_user_property", send_topic, user={"UNIQ_KEY": "01ABCDEF"})
         self.send("send_body_4MiB", send_topic, b"x" * (4 * MIB))
         self.send("send_body_4MiB_plus_1", send_topic, b"x" * (4 * MIB + 1))
@@ -221,10 +233,18 @@ class Prober:
         specs = [{"body": f"sdk-{i}", "tag": "TagS", "keys": [f"key-{i}"], "props": {"p": str(i)}} for i in range(3)]
 
         def driver(case: str, params: dict, ok: Callable[[list[dict]], bool]) -> None:
-            try:
-                events = run_driver({"endpoint": self.address, "topic": topic, **params}, timeout=120)
-            except AssertionError as exc:
-                self.answers[case] = Answer("DRIVER_ERROR", str(exc)[:300])
+            for attempt in range(3):
+                try:
+                    events = run_driver({"endpoint": self.address, "topic": topic, **params}, timeout=120)
+                    break
+                except AssertionError as exc:
+                    self.answers[case] = Answer("DRIVER_ERROR", str(exc)[:300])
+                    # Apache's proxy fails a receive that overtakes the client's first Telemetry settings
+                    # (an NPE, INTERNAL_SERVER_ERROR) and the SDK sends both at once: a race on a busy machine
+                    if SETTINGS_RACE not in str(exc):
+                        return
+                    self.notes[case] = f"attempt {attempt + 1} lost the settings race"
+            else:
                 return
             self.answers[case] = Answer("OK" if ok(events) else "INCOMPLETE", "" if ok(events) else json.dumps(events)[:300])
 
