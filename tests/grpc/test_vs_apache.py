@@ -2,8 +2,9 @@
 rmqtx's standalone with ``--grpc-port``: rmqtx must answer each with Apache's ``status.code`` (issue 28: "same
 successes, same refusals"). Messages may differ, except where Apache's names a token a client may match on.
 
-Slow (two JVMs start and stop, about 40 s): run in the trial env only. On a mismatch the failure shows one
-table of every case, Apache's answer beside rmqtx's.
+Raw grpcio calls with the SDK's generated classes, plus the Python SDK's own send, receive and ack through
+interop/py5/driver.py. Slow (two JVMs start and stop; 60-100 s in all): run in the trial env only. On a
+mismatch the failure shows one table of every case, Apache's answer beside rmqtx's, then every message.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from tests.grpc.py5 import PY5_VENV, grpc_standalone, run_driver
 
 MIB = 1024 * 1024
 SETTINGS_RACE = 'because "settings" is null'
+#: Cases where rmqtx may answer otherwise, each with why (reviewed; empty until a difference is chosen).
+ALLOWED_DIFFERENCES: dict[str, str] = {}
 #: The SDK's own headers (a Python 5.x client), so both servers see ordinary clients.
 CLIENT_VERSION = "5.0.6"
 
@@ -282,6 +285,8 @@ def table(apache: dict[str, Answer], ours: dict[str, Answer], notes: dict[str, d
     rows = [("case", "Apache 5.4.0", "rmqtx", "")]
     rows += [(c, apache.get(c, Answer("-")).code, ours.get(c, Answer("-")).code,
               verdict(apache.get(c, Answer("-")), ours.get(c, Answer("-")))) for c in cases]
+    rows = [(c, a, o, f"{v} (allowed: {ALLOWED_DIFFERENCES[c]})" if v and c in ALLOWED_DIFFERENCES else v)
+            for c, a, o, v in rows]
     width = [max(len(r[i]) for r in rows) for i in range(3)]
     lines = [" | ".join(r[i].ljust(width[i]) for i in range(3)) + (f" <-- {r[3]}" if r[3] else "") for r in rows]
     for side, answers in (("apache", apache), ("rmqtx", ours)):
@@ -319,7 +324,8 @@ class VersusApacheTest(unittest.TestCase):
         clean = server.stop()
         report = table(apache, ours, {"apache": apache_notes, "rmqtx": prober.notes})
         print(f"\n{report}")
-        differing = [case for case in apache if verdict(apache[case], ours.get(case, Answer("-")))]
+        differing = [case for case in apache
+                     if verdict(apache[case], ours.get(case, Answer("-"))) and case not in ALLOWED_DIFFERENCES]
         self.assertEqual(differing, [], f"rmqtx answers differently from Apache 5.4.0's proxy:\n{report}")
         self.assertEqual(apache["send_ok"].code, "OK", report)
         self.assertIn("ack_ok", apache, f"Apache delivered nothing to the ordinary receive:\n{report}")
