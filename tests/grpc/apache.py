@@ -55,9 +55,8 @@ def cache_dir() -> Path:
 def classpath() -> str:
     """The pom's classpath; resolved again whenever the pom changed or a cached jar is gone (a stamp alone
     would not notice a cleaned ~/.m2)."""
-    for tool in ("java", "mvn"):
-        if shutil.which(tool) is None:
-            raise ApacheUnavailable(f"no {tool} on PATH")
+    if shutil.which("java") is None:
+        raise ApacheUnavailable("no java on PATH")
     digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:16]
     cached = cache_dir() / f"classpath-{digest}.txt"
     if cached.exists():
@@ -65,6 +64,8 @@ def classpath() -> str:
         jars = [j for j in text.split(os.pathsep) if j]
         if jars and all(os.path.isfile(j) for j in jars):
             return text
+    if shutil.which("mvn") is None:
+        raise ApacheUnavailable(f"no mvn on PATH to resolve {POM}")
     cached.parent.mkdir(parents=True, exist_ok=True)
     out = cached.with_suffix(f".{os.getpid()}.tmp")
     proc = subprocess.run(["mvn", "-q", "-B", "-f", str(POM), "dependency:build-classpath", f"-Dmdep.outputFile={out}"],
@@ -76,7 +77,7 @@ def classpath() -> str:
 
 
 def _bindable(port: int) -> bool:
-    """Free on every interface (the HA and fast ports of Apache's broker bind 0.0.0.0)."""
+    """Free on every interface (Apache's broker binds its HA port on 0.0.0.0 whatever bindAddress says)."""
     with socket.socket() as sock:
         try:
             sock.bind(("0.0.0.0", port))
@@ -87,7 +88,7 @@ def _bindable(port: int) -> bool:
 
 def broker_port() -> int:
     """A listenPort whose neighbours are free too: Apache's broker also binds listenPort - 2 (its fast port)
-    and, as its HA port, listenPort + 1."""
+    and listenPort + 1 (its HA port, named in broker.conf as well)."""
     for _ in range(50):
         port = free_port()
         if all(_bindable(p) for p in (port - 2, port - 1, port + 1)):
