@@ -122,7 +122,7 @@ class AclService:
         if conn.attributes.get("acl.internal"):
             return None
         try:
-            validate(self.table, request, host)  # type: ignore[arg-type]
+            validate(self.table, request, host)
         except AclRefusal as refusal:
             log.warn("ACL refused code {code} from {peer}: {why}", code=request.code, peer=conn.peer, why=str(refusal))
             return request.make_response(ResponseCode.SYSTEM_ERROR, refusal.remark)

@@ -55,7 +55,7 @@ V5_FIELDS: dict[str, object] = {
 def _coerce_v5(name: str, value: object) -> object:
     kind = V5_FIELDS[name]
     if kind in (dict, list):
-        if value is not None and not isinstance(value, kind):  # type: ignore[arg-type]
+        if value is not None and not isinstance(value, kind):
             raise TypeError(f"cannot take {value!r} as {name}")
         return value
     return _coerce(kind, value)

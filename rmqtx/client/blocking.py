@@ -37,13 +37,13 @@ def _ensure_reactor() -> None:
     """Start the global reactor in a daemon thread unless something already runs it."""
     global _thread
     with _lock:
-        if reactor.running or _thread is not None:  # type: ignore[attr-defined]
+        if reactor.running or _thread is not None:
             return
         threadable.init(1)
         started = threading.Event()
-        reactor.callWhenRunning(started.set)  # type: ignore[attr-defined]
+        reactor.callWhenRunning(started.set)
         _thread = threading.Thread(
-            target=reactor.run, kwargs={"installSignalHandlers": False}, name="rmqtx-reactor", daemon=True  # type: ignore[attr-defined]
+            target=reactor.run, kwargs={"installSignalHandlers": False}, name="rmqtx-reactor", daemon=True
         )
         _thread.start()
         started.wait(10)
@@ -51,7 +51,7 @@ def _ensure_reactor() -> None:
 
 
 def _stop_reactor() -> None:
-    if reactor.running:  # type: ignore[attr-defined]
+    if reactor.running:
         reactor.callFromThread(reactor.stop)  # type: ignore[attr-defined]
         if _thread is not None:
             _thread.join(5)

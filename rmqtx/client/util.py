@@ -27,7 +27,7 @@ async def call_user(func: Callable[..., Any], *args: Any) -> Any:
     """Run a user callback that may return a value, a Deferred or an awaitable."""
     result = func(*args)
     if isinstance(result, defer.Deferred) or inspect.isawaitable(result):
-        return await result  # type: ignore[misc]
+        return await result
     return result
 
 

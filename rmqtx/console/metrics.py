@@ -113,7 +113,7 @@ class BrokerMetrics:
         self.views = views
         self.registry = CollectorRegistry(auto_describe=False)
         self._snapshot = _Snapshot()
-        self.registry.register(self._snapshot)  # type: ignore[arg-type]
+        self.registry.register(self._snapshot)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
 

@@ -51,7 +51,7 @@ class RemotingClient:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
-            reactor = default_reactor  # type: ignore[assignment]
+            reactor = default_reactor
         self.reactor = reactor
         self.connect_timeout = connect_timeout
         self.dispatcher = dispatcher

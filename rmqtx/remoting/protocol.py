@@ -315,7 +315,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
             if waiting is not None:
                 waiting.errback(RemotingTimeoutError(f"no answer from {self.peer} within {timeout} s"))
 
-        call = reactor.callLater(timeout, expire)  # type: ignore[attr-defined]
+        call = reactor.callLater(timeout, expire)
 
         def done(result: object) -> object:
             if call.active():
@@ -383,7 +383,7 @@ def _send_now(transport: object, parts: list[bytes]) -> bool:
     """
     if type(transport) is not tcp.Server and type(transport) is not tcp.Client:
         return False
-    t: tcp.Connection = transport  # type: ignore[assignment]
+    t: tcp.Connection = transport
     if (
         not t.connected
         or t.disconnecting
