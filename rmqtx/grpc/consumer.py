@@ -180,9 +180,11 @@ def _parse_handle(text: str) -> ReceiptHandle:
     try:
         handle = ReceiptHandle.decode(text)
     except ValueError as exc:
-        raise _grpc_error("INVALID_RECEIPT_HANDLE", f"receipt handle {text!r} is not one this endpoint gave out: {exc}") from None
+        # Apache 5.4's proxy: a handle its decoder cannot parse is an INTERNAL_SERVER_ERROR (measured by
+        # tests/grpc/test_vs_apache.py); only an expired one is INVALID_RECEIPT_HANDLE
+        raise _grpc_error("INTERNAL_SERVER_ERROR", f"Parse failed, receipt handle {text!r}: {exc}") from None
     if handle.info.msg_offset is None:
-        raise _grpc_error("INVALID_RECEIPT_HANDLE", "receipt handle without the message offset")
+        raise _grpc_error("INTERNAL_SERVER_ERROR", "Parse failed, receipt handle without the message offset")
     return handle
 
 

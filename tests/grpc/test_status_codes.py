@@ -150,8 +150,9 @@ class StatusCodeTest(unittest.TestCase):
         bogus = self.stub.AckMessage(s.AckMessageRequest(
             group=d.Resource(name="GID_status"), topic=d.Resource(name="GRPC_STATUS"),
             entries=[s.AckMessageEntry(message_id="01AA", receipt_handle="not a handle")]), metadata=METADATA, timeout=5)
-        self.assertEqual(bogus.status.code, self.code("INVALID_RECEIPT_HANDLE"))
-        self.assertEqual(bogus.entries[0].status.code, self.code("INVALID_RECEIPT_HANDLE"))
+        # as Apache 5.4.0's proxy answers an unparseable handle (tests/grpc/test_vs_apache.py)
+        self.assertEqual(bogus.status.code, self.code("INTERNAL_SERVER_ERROR"))
+        self.assertEqual(bogus.entries[0].status.code, self.code("INTERNAL_SERVER_ERROR"))
         self._fifo_group_assignment_and_settings()
 
     def _fifo_group_assignment_and_settings(self) -> None:
