@@ -218,6 +218,24 @@ class ConsumeQueue:
             self.queue.flushed_where = mf.from_offset
         return mf
 
+    def put_next(self, phys_offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """The common case of :meth:`put`, for the put path: a unit already there, or (ext off) one
+        next in the last file with room. False when :meth:`put` must take it."""
+        if phys_offset + size <= self.max_physic_offset:
+            return True
+        if self.ext is not None or self._pending is not None:
+            return False
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote >= self.file_size or mf.from_offset + mf.wrote != cq_offset * UNIT_SIZE:
+            return False
+        UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
+        mf.wrote += UNIT_SIZE
+        self.max_physic_offset = phys_offset + size  # above it, as checked first
+        if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
+            self.queue.prepare_next()
+        return True
+
     def put(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int = 0,
             bitmap: bytes | None = None) -> None:
         """Append the unit for cq_offset unless it is already there (with ext: its ext unit first)."""
@@ -227,16 +245,6 @@ class ConsumeQueue:
             self._pending.append((phys_offset, size, tags_code, cq_offset, store_ts, bitmap))
             self.max_physic_offset = phys_offset + size
             return
-        if self.ext is None:  # the common case of _append, inline: room in the last file, the unit next in it
-            files = self.queue.files
-            mf = files[-1] if files else None
-            if mf is not None and mf.wrote < self.file_size and mf.from_offset + mf.wrote == cq_offset * UNIT_SIZE:
-                UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
-                mf.wrote += UNIT_SIZE
-                self.max_physic_offset = phys_offset + size  # above it, as checked first
-                if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
-                    self.queue.prepare_next()
-                return
         self._append(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)
 
     def _append(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int,

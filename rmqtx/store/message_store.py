@@ -10,17 +10,17 @@ from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, succeed
 
-from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_UNIQ_KEY, parse_properties
 from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
-from rmqtx.common.topics import SCHEDULE_TOPIC
 
 from . import record as R
 from .checkpoint import Checkpoint
-from .commitlog import Appended, CommitLog
+from .commitlog import CommitLog
 from .config import StoreConfig
 from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_full, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
+from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline, Dispatcher
 from .flush import FlushService
 from .index import IndexService
 from .mapped_file import StoreError
@@ -35,8 +35,6 @@ log = logging.getLogger(__name__)
 
 _NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 
-#: (topic, message properties) -> filter bit map to keep in the ext unit, or None.
-BitmapCalculator = Callable[[str, dict[str, str]], "bytes | None"]
 #: (real tags code or None when unknown, ext unit or None) -> may the unit match (Java's isMatchedByConsumeQueue).
 CqFilter = Callable[["int | None", "ExtUnit | None"], bool]
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -51,18 +49,6 @@ def _flushed(synced: bool, waiting: tuple) -> None:
 
 class StoreLockedError(StoreError):
     """Another store instance holds the directory's lock file."""
-
-
-def _props(s: str) -> dict[str, str]:
-    """Fast properties parse for dispatch (same results as record.parse_properties for sane input)."""
-    if not s:
-        return {}
-    out = {}
-    for item in s.split("\x02"):
-        k, sep, v = item.partition("\x01")
-        if sep and v and "\x01" not in v:
-            out[k] = v
-    return out
 
 
 class MessageStore:
@@ -81,14 +67,12 @@ class MessageStore:
         self.flush = FlushService(self)
         self.retention = RetentionService(self)
         self.dirty_cqs: set[ConsumeQueue] = set()
-        self.dispatched_ts = 0
         self.disk_full = False
         self._listeners: list[Callable[[str, int, int], None]] = []
         # queues grown since the listeners last heard (told once per reactor turn, as Java's reput
         # thread tells long polling after dispatch): (topic, queue id) -> new max offset
         self._arrived: dict[tuple[str, int], int] = {}
         self._arrival_call = None
-        self._delay_levels = R.parse_delay_levels(config.message_delay_level)
         self._lock_fd: int | None = None
         self._running = False
         self._sync = config.sync_flush
@@ -97,7 +81,13 @@ class MessageStore:
         self.sync_flush = config.sync_flush
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
-        self._bitmap_calc: BitmapCalculator | None = None
+        self._cq_dispatcher = ConsumeQueueDispatcher(self.consume_queues, self._cq, self.dirty_cqs,
+                                                     R.parse_delay_levels(config.message_delay_level))
+        steps: list[Dispatcher] = [self._cq_dispatcher]
+        if self._index_enabled:
+            steps.append(self.index)
+        #: every stored record goes through it: puts here, recovery and the replica's appends
+        self.pipeline = DispatchPipeline(steps)
         self._reactor: Any = None
         #: Consume queues whose units wait for a file the allocator thread is making.
         self.waiting_cqs: set[ConsumeQueue] = set()
@@ -116,10 +106,9 @@ class MessageStore:
             clean = not os.path.exists(self.abort_path)
             self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
             self.commitlog.queue.load()
-            self.consume_queues = load_consume_queues(self.config.consume_queue_dir,
-                                                      self.config.mapped_file_size_consume_queue, self._allocator,
-                                                      self._ext_root, self.config.mapped_file_size_consume_queue_ext,
-                                                      self.config.warm_maped_file_enable)
+            self.consume_queues.update(load_consume_queues(  # in place: the pipeline holds this table
+                self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue, self._allocator,
+                self._ext_root, self.config.mapped_file_size_consume_queue_ext, self.config.warm_maped_file_enable))
             if self._index_enabled:
                 self.index.load()
             recover(self, clean)
@@ -289,14 +278,14 @@ class MessageStore:
             cq = self.consume_queues.get((msg.topic, msg.queue_id))
             if cq is None or cq.needs_file or (msg.sys_flag & TRANSACTION_MASK) in _NO_QUEUE:
                 cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
-            res, app = self.commitlog.put_message(msg, int(self.clock() * 1000))
+            res, req = self.commitlog.put_message(msg, int(self.clock() * 1000), props)
         except OSError as e:
             log.error("put failed: %s", e)
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
-        if app is not None:
-            self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
+        if req is not None:
+            self.pipeline.dispatch(req)
             if self._listeners and cq is not None:
-                self._arrive(msg.topic, msg.queue_id, app.queue_offset + 1)
+                self._arrive(msg.topic, msg.queue_id, req.queue_offset + 1)
         return res
 
     def _arrive(self, topic: str, queue_id: int, new_max: int) -> None:
@@ -325,13 +314,13 @@ class MessageStore:
         if res is None:
             try:
                 cq = self._prepare_queue(batch.topic, batch.queue_id, batch.sys_flag)
-                res, apps = self.commitlog.put_batch(batch, int(self.clock() * 1000))
+                res, reqs = self.commitlog.put_batch(batch, int(self.clock() * 1000))
             except OSError as e:
                 log.error("batch put failed: %s", e)
                 return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
-            for app in apps:
-                self._dispatch(batch.topic, cq, res.store_timestamp, batch.sys_flag, app, None)
-            if apps:
+            for req in reqs:
+                self.pipeline.dispatch(req)
+            if reqs:
                 if self._listeners and cq is not None:
                     self._arrive(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
@@ -356,60 +345,14 @@ class MessageStore:
 
     # ---- dispatch -----------------------------------------------------------------------------
 
-    def tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
-        """The consume queue's tag field: String.hashCode of TAGS, or delivery time for delayed records."""
-        if topic == SCHEDULE_TOPIC:
-            level = props.get(PROPERTY_DELAY)
-            if level and level.isdigit() and int(level) > 0:
-                lv = min(int(level), len(self._delay_levels))
-                return store_ts + self._delay_levels[lv - 1]
-        tags = props.get(PROPERTY_TAGS)
-        return R.tags_hash(tags) if tags else 0
-
-    def _dispatch(self, topic: str, cq: ConsumeQueue | None, store_ts: int, sys_flag: int, app: Appended,
-                  tags_code: int | None, props: dict[str, str] | None = None) -> None:
-        """Build the consume queue unit (cq is None for records that get none) and index entries."""
-        if props is None or (cq is not None and cq.ext is not None):
-            props = _props(app.properties)  # the bit map sees exactly what was stored
-        if cq is not None:
-            if tags_code is None:
-                if topic == SCHEDULE_TOPIC:
-                    tags_code = self.tags_code(topic, props, store_ts)
-                else:
-                    tags = props.get(PROPERTY_TAGS)
-                    tags_code = R.tags_hash(tags) if tags else 0
-            if cq.ext is None:
-                cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
-            else:
-                cq.put(app.physical_offset, app.size, tags_code, app.queue_offset, store_ts,
-                       self._bitmap(topic, props))
-            self.dirty_cqs.add(cq)
-        if self._index_enabled:
-            try:
-                self.index.build(topic, app.physical_offset, store_ts, sys_flag,
-                                 props.get(PROPERTY_UNIQ_KEY), props.get(PROPERTY_KEYS))
-            except OSError as e:
-                log.error("index build failed for offset %d: %s", app.physical_offset, e)
-        self.dispatched_ts = store_ts
-
-    def _bitmap(self, topic: str, props: dict[str, str]) -> bytes | None:
-        if self._bitmap_calc is None:
-            return None
-        try:
-            return self._bitmap_calc(topic, props)
-        except Exception:
-            log.exception("filter bit map calculation failed for topic %s", topic)
-            return None
+    @property
+    def dispatched_ts(self) -> int:
+        """Store time of the last record dispatched (the checkpoint's logics time)."""
+        return self.pipeline.dispatched_ts
 
     def set_bitmap_calculator(self, fn: BitmapCalculator | None) -> None:
         """Who computes each dispatched message's filter bit map (kept only when enableConsumeQueueExt)."""
-        self._bitmap_calc = fn
-
-    def dispatch_record(self, offset: int, rec: R.Record) -> None:
-        """Dispatch a record read back from the commit log (recovery)."""
-        queued = (rec.sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
-        self._dispatch(rec.topic, self._cq(rec.topic, rec.queue_id) if queued else None, rec.store_timestamp,
-                       rec.sys_flag, Appended(offset, rec.total_size, rec.queue_offset, rec.properties), None)
+        self._cq_dispatcher.bitmap_calc = fn
 
     def _notify(self, topic: str, queue_id: int, new_max: int) -> None:
         for fn in self._listeners:
@@ -651,7 +594,7 @@ class MessageStore:
                     upper = rec.store_timestamp
                 if off in seen or rec.topic != topic:
                     continue
-                props = _props(rec.properties)
+                props = parse_properties(rec.properties)
                 if key == props.get(PROPERTY_UNIQ_KEY) or key in props.get(PROPERTY_KEYS, "").split(" "):
                     seen.add(off)
                     out.append(data)

@@ -8,6 +8,7 @@ from rmqtx.common.progress import Progress, size_text
 from rmqtx.common.sysflag import SYSFLAG_BORN_HOST_V6
 
 from . import record as R
+from .dispatch_request import request_from_record
 from .mapped_file import MappedFile
 
 if TYPE_CHECKING:
@@ -105,7 +106,7 @@ def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[in
                 progress.tick(end - begin, total, "of the commit log checked")
             if item.offset >= dispatch_from:
                 assert item.record is not None
-                store.dispatch_record(item.offset, item.record)
+                store.pipeline.dispatch(request_from_record(item.offset, item.record))
                 dispatched += 1
         elif item.kind == "blank":
             end = item.offset + item.size
