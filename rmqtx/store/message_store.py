@@ -24,6 +24,7 @@ from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline
 from .flush import FlushService
 from .index import IndexService
 from .mapped_file import StoreError
+from .message_filter import MessageFilter
 from .recovery import recover
 from .results import BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus
 from .retention import RetentionService
@@ -35,8 +36,6 @@ log = logging.getLogger(__name__)
 
 _NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 
-#: (real tags code or None when unknown, ext unit or None) -> may the unit match (Java's isMatchedByConsumeQueue).
-CqFilter = Callable[["int | None", "ExtUnit | None"], bool]
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
@@ -376,12 +375,11 @@ class MessageStore:
         return _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    tag_filter: Callable[[int], bool] | None = None, max_total_bytes: int = 256 * 1024,
-                    cq_filter: CqFilter | None = None) -> GetResult:
+                    message_filter: MessageFilter | None = None, max_total_bytes: int = 256 * 1024) -> GetResult:
         """Up to max_msg_nums stored records from offset; statuses and next offsets as Java decides them.
 
-        Units are filtered before the commit log is read: tag_filter sees the tags code, cq_filter
-        also the ext unit (store time, bit map); an ext address that does not resolve matches both.
+        Units are filtered before the commit log is read (``message_filter.matches_unit``, with the
+        ext unit when there is one; a tags code that cannot be known matches).
         """
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
@@ -422,10 +420,10 @@ class MessageStore:
         mf_from = mf_end = 0
         count = 0
         # the plain runs go through scan_units (compiled where built); this loop takes the rest
-        tags: frozenset | None = None
-        plain = tag_filter is None and cq_filter is None
-        if tag_filter is not None and cq_filter is None and isinstance(getattr(tag_filter, "__self__", None), frozenset):
-            tags, plain = tag_filter.__self__, True  # SubscriptionData.tag_filter: a frozenset's __contains__
+        if message_filter is None:
+            tags, plain = None, True
+        else:
+            tags, plain = message_filter.tags_codes, message_filter.by_tags_only
         while i < n:
             if plain and mf is not None and next_file_start < 0:
                 had = count
@@ -455,8 +453,7 @@ class MessageStore:
                 if ext is None:
                     log.error("consume queue %s/%d: ext unit %d not found", topic, queue_id, tag)
                 tag = ext.tags_code if ext is not None else None
-            if (tag_filter is not None and tag is not None and not tag_filter(tag)) or (
-                    cq_filter is not None and not cq_filter(tag, ext)):
+            if message_filter is not None and not message_filter.matches_unit(tag, ext):
                 i += UNIT_SIZE
                 continue
             if mf is None or not mf_from <= phy < mf_end:
