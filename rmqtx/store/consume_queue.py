@@ -19,25 +19,24 @@ UNIT_SIZE = 20
 _PRE_BLANK = UNIT.pack(0, 0x7FFFFFFF, 0)
 
 
-def batch_full(count: int, total: int, size: int, on_disk: bool, max_count: int, max_bytes: int,
-               memory_count: int, disk_bytes: int, disk_count: int) -> bool:
-    """Java's isTheBatchFull for a batch holding ``count`` records of ``total`` bytes, before one
-    more of ``size``: message counts and bytes are limited less for records still in memory."""
-    if count >= max_count:
-        return True
-    if on_disk:
-        return total + size > disk_bytes or count > disk_count
-    return total + size > max_bytes or count > memory_count
+def batch_limits(max_count: int, max_bytes: int, memory_count: int, disk_bytes: int,
+                 disk_count: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Java's isTheBatchFull, as limits: ((count, bytes) for records still in memory, the same for
+    records on disk). A batch of ``count`` records and ``total`` bytes is full before one more of
+    ``size`` when ``count >= limit_count or total + size > limit_bytes`` (and it holds one at least).
+    ``memory_count`` and ``disk_count`` are the configured maxTransferCount minus one, as Java compares.
+    Computed once per read: the per-record test is then two comparisons, no call."""
+    return ((min(max_count, memory_count + 1), max_bytes), (min(max_count, disk_count + 1), disk_bytes))
 
 
 def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int, max_phy: int, memory: int,
-                  count: int, total: int, max_count: int, max_bytes: int, memory_count: int, disk_bytes: int,
-                  disk_count: int, tags: frozenset | None, ext_max: int, messages: list, qofs: list,
+                  count: int, total: int, mem_n: int, mem_b: int, disk_n: int, disk_b: int,
+                  tags: frozenset | None, ext_max: int, messages: list, qofs: list,
                   base: int) -> tuple[int, int, int, int]:
     """The plain run of a pull from unit ``i``: copy each unit's record out of one commit log file
     (``mm``, starting at store offset ``mm_from``, ``mm_wrote`` bytes written), skipping units whose
-    tags code is not in ``tags``, until the batch is full (Java's limits, as get_message applies
-    them) or a unit needs get_message's general path: an ext address (tag <= ``ext_max``), a
+    tags code is not in ``tags``, until the batch is full (the :func:`batch_limits` for records in
+    memory, ``mem_n`` records or ``mem_b`` bytes, and on disk) or a unit needs get_message's general path: an ext address (tag <= ``ext_max``), a
     record outside ``mm`` or an empty one. Returns (next i, count, total bytes, last commit log
     offset seen or -1); ``messages`` and ``qofs`` (queue offsets, ``base`` + unit number) grow."""
     unpack = UNIT.unpack_from
@@ -46,14 +45,9 @@ def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int,
     mm_wrote = min(mm_wrote, len(mm))
     while 0 <= i and i + UNIT_SIZE <= n:
         phy, size, tag = unpack(units, i)
-        if total and count:  # batch_full, inline: this loop is the pure-Python pull's per-message path
-            if count >= max_count:
-                break
-            if max_phy - phy > memory:
-                if total + size > disk_bytes or count > disk_count:
-                    break
-            elif total + size > max_bytes or count > memory_count:
-                break
+        if total and count and (count >= disk_n or total + size > disk_b if max_phy - phy > memory
+                                else count >= mem_n or total + size > mem_b):
+            break  # batch_limits: the batch is full
         if tag <= ext_max:
             break
         if tags is not None and tag not in tags:

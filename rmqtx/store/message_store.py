@@ -17,7 +17,7 @@ from . import record as R
 from .checkpoint import Checkpoint
 from .commitlog import CommitLog
 from .config import StoreConfig
-from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_full, load_consume_queues, scan_units
+from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_limits, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
 from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline, Dispatcher
@@ -90,6 +90,7 @@ class MessageStore:
         self._reactor: Any = None
         #: Consume queues whose units wait for a file the allocator thread is making.
         self.waiting_cqs: set[ConsumeQueue] = set()
+        self._batch_limits: dict[tuple[int, int, int, int, int], tuple[tuple[int, int], tuple[int, int]]] = {}
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -410,11 +411,14 @@ class MessageStore:
         unpack = UNIT.unpack_from
         ext_q = cq.ext
         ext: ExtUnit | None
-        # _batch_full's limits, and the commit log file the last read came from (read() inline)
+        # when the batch is full (Java's isTheBatchFull), and the commit log file the last read came from (read() inline)
         c = self.config
-        disk_bytes = c.max_transfer_bytes_on_message_in_disk
-        disk_count = c.max_transfer_count_on_message_in_disk - 1
-        memory_count = c.max_transfer_count_on_message_in_memory - 1
+        key = (max_msg_nums, max_total_bytes, c.max_transfer_count_on_message_in_memory,
+               c.max_transfer_bytes_on_message_in_disk, c.max_transfer_count_on_message_in_disk)
+        try:
+            (mem_n, mem_b), (disk_n, disk_b) = self._batch_limits[key]
+        except KeyError:
+            (mem_n, mem_b), (disk_n, disk_b) = self._limits_for(key)
         find = cl.queue.find
         mf = None
         mf_from = mf_end = 0
@@ -428,8 +432,7 @@ class MessageStore:
             if plain and mf is not None and next_file_start < 0:
                 had = count
                 i, count, total, last = scan_units(units, i, n, mf.mm, mf_from, mf.wrote, max_phy, memory, count, total,
-                                                   max_msg_nums, max_total_bytes, memory_count, disk_bytes, disk_count,
-                                                   tags, EXT_MAX_ADDR, messages, qofs, offset)
+                                                   mem_n, mem_b, disk_n, disk_b, tags, EXT_MAX_ADDR, messages, qofs, offset)
                 if last >= 0:
                     max_pulling = last
                 if count > had:
@@ -441,9 +444,9 @@ class MessageStore:
             if next_file_start >= 0 and phy < next_file_start:
                 i += UNIT_SIZE
                 continue
-            if total and count and batch_full(count, total, size, max_phy - phy > memory, max_msg_nums, max_total_bytes,
-                                              memory_count, disk_bytes, disk_count):
-                break
+            if total and count and (count >= disk_n or total + size > disk_b if max_phy - phy > memory
+                                    else count >= mem_n or total + size > mem_b):
+                break  # batch_limits: the batch is full
             if tag > EXT_MAX_ADDR:
                 ext = None
             elif ext_q is None:  # written with ext on, read with it off: the tags code is unknown
@@ -481,6 +484,15 @@ class MessageStore:
             i += UNIT_SIZE
         return GetResult(status, offset + i // UNIT_SIZE, min_o, max_o, messages,
                          max_phy - max_pulling > memory, qofs)
+
+    def _limits_for(self, key: tuple[int, int, int, int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+        """batch_limits for (max_msg_nums, max bytes, then the three maxTransfer settings), kept: reads
+        ask for the same few again and again, and a call per pull shows in the call budget."""
+        if len(self._batch_limits) > 64:
+            self._batch_limits.clear()
+        max_count, max_bytes, memory_count, disk_bytes, disk_count = key
+        out = self._batch_limits[key] = batch_limits(max_count, max_bytes, memory_count - 1, disk_bytes, disk_count - 1)
+        return out
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.consume_queues.get((topic, queue_id))
