@@ -5,7 +5,7 @@ import fcntl
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, succeed
@@ -25,7 +25,7 @@ from .flush import FlushService
 from .index import IndexService
 from .mapped_file import StoreError
 from .message_filter import MessageFilter
-from .recovery import recover
+from .recovery import Recovery
 from .results import BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus
 from .retention import RetentionService
 
@@ -63,8 +63,6 @@ class MessageStore:
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
                                   config.max_msgs_num_batch, self._allocator, clock, config.warm_maped_file_enable)
         self.checkpoint: Checkpoint | None = None
-        self.flush = FlushService(self)
-        self.retention = RetentionService(self)
         self.dirty_cqs: set[ConsumeQueue] = set()
         self.disk_full = False
         self._listeners: list[Callable[[str, int, int], None]] = []
@@ -87,6 +85,10 @@ class MessageStore:
             steps.append(self.index)
         #: every stored record goes through it: puts here, recovery and the replica's appends
         self.pipeline = DispatchPipeline(steps)
+        self.flush = FlushService(config, self.commitlog, self.dirty_cqs, self.index, self.pipeline,
+                                  self._files_pending)
+        self.retention = RetentionService(config, clock, self.commitlog, self.consume_queues, self.index,
+                                          self._set_disk_full)
         self._reactor: Any = None
         #: Consume queues whose units wait for a file the allocator thread is making.
         self.waiting_cqs: set[ConsumeQueue] = set()
@@ -111,7 +113,10 @@ class MessageStore:
                 self._ext_root, self.config.mapped_file_size_consume_queue_ext, self.config.warm_maped_file_enable))
             if self._index_enabled:
                 self.index.load()
-            recover(self, clean)
+            self.flush.checkpoint = self.checkpoint
+            Recovery(self.config, self.commitlog, self.consume_queues, self.index, self.checkpoint,
+                     self.pipeline).run(clean)
+            self.dirty_cqs.update(self.consume_queues.values())
             with open(self.abort_path, "wb"):
                 pass
         except BaseException:
@@ -189,9 +194,22 @@ class MessageStore:
                 log.error("index: %s", e)
 
     @property
+    def allocator(self) -> Executor:
+        """The one thread that makes and deletes the store's files; the broker's timer files use it too,
+        so file work stays in one queue."""
+        return self._allocator
+
+    @property
     def files_pending(self) -> bool:
         """Dispatched units or index entries still wait for a file: the checkpoint's logics time must not pass them."""
+        return self._files_pending()
+
+    def _files_pending(self) -> bool:
         return bool(self.waiting_cqs) or self.index.waiting
+
+    def _set_disk_full(self, full: bool) -> None:
+        """Retention's verdict after each look at the disk: refuse puts while it is nearly full."""
+        self.disk_full = full
 
     def _write_waiting(self) -> None:
         """Shutdown: wait for files being made (fine now) and write what waited for them."""
