@@ -30,7 +30,7 @@ class Recorder:
 
 def _open(root: str, recorder: Recorder, **kw) -> MessageStore:
     store = MessageStore(small_config(root, **kw))
-    store.pipeline.dispatchers.append(recorder)  # before load: recovery dispatches through it too
+    store.pipeline.add(recorder)  # before load: recovery dispatches through it too
     store.load()
     return store
 
