@@ -57,8 +57,7 @@ def pull_all(store: MessageStore, filters: ConsumerFilterManager) -> tuple[int, 
     offset = matched = 0
     start = time.perf_counter()
     while True:
-        cq_filter = filters.cq_filter(TOPIC, group, expr)
-        result = store.get_message(TOPIC, 0, offset, 32, cq_filter=cq_filter)
+        result = store.get_message(TOPIC, 0, offset, 32, filters.cq_filter(TOPIC, group, expr))
         if result.status is GetStatus.FOUND:
             filters.evaluations += len(result.messages)
             _keep_matching(result, expression)

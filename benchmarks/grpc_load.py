@@ -6,6 +6,11 @@ threads and memory (from /proc, sampled every 0.2 s). Not a test; ``tests/grpc/t
 
     python benchmarks/grpc_load.py [--receivers 1000] [--streams 100] [--messages 1000]
     python benchmarks/grpc_load.py --sdk-consumers 20    # real 5.x Python SDK clients instead
+    python benchmarks/grpc_load.py --against apache      # the same load on Apache 5.4.0's proxy (Local mode)
+
+With ``--against apache`` the server is Apache RocketMQ 5.4.0's NameServer and Proxy in Local mode
+(``tests/grpc/apache.py``, jars from Maven Central), and threads and memory are the proxy JVM's
+(proxy and broker in one process, as rmqtx's standalone is one process).
 
 With ``--sdk-consumers N``: N processes of the official Python SDK (interop/py5/driver.py), each with 3
 SimpleConsumers long polling 20 s, then one SDK producer sends 200 messages; prints what was sent and
@@ -24,6 +29,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -66,15 +73,40 @@ def sdk_clients(server: object, count: int) -> None:
     print(f"| broker threads while parked / after the sends | {threads[0]} / {threads[1]} |")
 
 
+class _ApacheServer:
+    """Apache's pair in the shape main() uses: ``grpc``, ``proc.pid`` (the proxy's JVM), topics, stop."""
+
+    def __init__(self, apache: Any) -> None:
+        self.apache = apache
+        self.grpc = apache.grpc
+        self.proc = SimpleNamespace(pid=apache.pids()["proxy"])
+
+    def create_topic(self, topic: str, queues: int) -> None:
+        self.apache.create_topic(topic, queues)
+
+    def stop(self) -> bool:
+        return self.apache.stop()
+
+    def close(self) -> None:
+        self.apache.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--receivers", type=int, default=1000)
     parser.add_argument("--streams", type=int, default=100)
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--sdk-consumers", type=int, default=0, help="real 5.x Python SDK processes instead")
+    parser.add_argument("--against", choices=("rmqtx", "apache"), default="rmqtx",
+                        help="the server under load: rmqtx's standalone, or Apache 5.4.0's proxy in Local mode")
     args = parser.parse_args()
     os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))
-    server = grpc_standalone(by_option=True).start()
+    if args.against == "apache":
+        from tests.grpc.apache import ApacheProxy
+
+        server: Any = _ApacheServer(ApacheProxy().start())
+    else:
+        server = grpc_standalone(by_option=True).start()
     if args.sdk_consumers:
         try:
             sdk_clients(server, args.sdk_consumers)
@@ -97,7 +129,7 @@ def main() -> None:
     finally:
         clean = server.stop()
         server.close()
-    print(f"grpc_load: {args.receivers} parked receives, {args.streams} Telemetry streams, {args.messages} messages "
+    print(f"grpc_load against {args.against}: {args.receivers} parked receives, {args.streams} Telemetry streams, {args.messages} messages "
           f"({took:.1f} s; load average {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores)")
     print("| figure | value |\n|---|---|")
     print(f"| messages sent OK / delivered to a parked receive | {len(figures.sent)} / "

@@ -890,23 +890,23 @@ static inline int64_t be64(const unsigned char *p) {
     return (int64_t)(((uint64_t)(uint32_t)be32(p) << 32) | (uint64_t)(uint32_t)be32(p + 4));
 }
 
-/* scan_units(units, i, n, mm, mm_from, mm_wrote, max_phy, memory, count, total, max_count, max_bytes,
- *            memory_count, disk_bytes, disk_count, tags, ext_max, messages, qofs, base)
+/* scan_units(units, i, n, mm, mm_from, mm_wrote, max_phy, memory, count, total, mem_n, mem_b,
+ *            disk_n, disk_b, tags, ext_max, messages, qofs, base)
  *   -> (i, count, total, last_phy): the plain run of get_message's loop, see consume_queue.scan_units. */
 static PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 20) { PyErr_SetString(PyExc_TypeError, "scan_units takes 20 arguments"); return NULL; }
-    long long v[20];
-    static const int int_args[] = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16, 19};
+    if (nargs != 19) { PyErr_SetString(PyExc_TypeError, "scan_units takes 19 arguments"); return NULL; }
+    long long v[19];
+    static const int int_args[] = {1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 18};
     for (size_t k = 0; k < sizeof(int_args) / sizeof(int_args[0]); k++) {
         v[int_args[k]] = PyLong_AsLongLong(args[int_args[k]]);
         if (v[int_args[k]] == -1 && PyErr_Occurred()) return NULL;
     }
-    PyObject *tags = args[15], *messages = args[17], *qofs = args[18];
+    PyObject *tags = args[14], *messages = args[16], *qofs = args[17];
     if (tags != Py_None && !PyAnySet_Check(tags)) { PyErr_SetString(PyExc_TypeError, "tags must be a set or None"); return NULL; }
     if (!PyList_Check(messages) || !PyList_Check(qofs)) { PyErr_SetString(PyExc_TypeError, "messages and qofs must be lists"); return NULL; }
     long long i = v[1], n = v[2], mm_from = v[4], mm_wrote = v[5], max_phy = v[6], memory = v[7];
-    long long count = v[8], total = v[9], max_count = v[10], max_bytes = v[11], memory_count = v[12];
-    long long disk_bytes = v[13], disk_count = v[14], ext_max = v[16], base = v[19], last = -1;
+    long long count = v[8], total = v[9], mem_n = v[10], mem_b = v[11], disk_n = v[12], disk_b = v[13];
+    long long ext_max = v[15], base = v[18], last = -1;
     Py_buffer ub, mb;
     if (PyObject_GetBuffer(args[0], &ub, PyBUF_SIMPLE) < 0) return NULL;
     if (PyObject_GetBuffer(args[3], &mb, PyBUF_SIMPLE) < 0) { PyBuffer_Release(&ub); return NULL; }
@@ -916,11 +916,10 @@ static PyObject *scan_units(PyObject *self, PyObject *const *args, Py_ssize_t na
     const unsigned char *u = (const unsigned char *)ub.buf, *m = (const unsigned char *)mb.buf;
     while (i >= 0 && i + 20 <= n) {
         long long phy = be64(u + i), size = be32(u + i + 8), tag = be64(u + i + 12);
-        if (total && count) {
-            if (count >= max_count) break;
+        if (total && count) {  /* consume_queue.batch_limits: the batch is full */
             if (max_phy - phy > memory) {
-                if (total + size > disk_bytes || count > disk_count) break;
-            } else if (total + size > max_bytes || count > memory_count) break;
+                if (count >= disk_n || total + size > disk_b) break;
+            } else if (count >= mem_n || total + size > mem_b) break;
         }
         if (tag <= ext_max) break;
         if (tags != Py_None) {

@@ -10,6 +10,7 @@ from twisted.logger import Logger
 
 from rmqtx.common.javacompat import java_string_hash
 from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.message_filter import MessageFilter
 
 log = Logger(namespace="rmqtx.broker.clients")
 
@@ -85,12 +86,11 @@ class SubscriptionData:
             "topic": self.topic,
         }
 
-    def tag_filter(self) -> Callable[[int], bool] | None:
-        """Consume-queue tag-hash filter, None when every message matches."""
+    def message_filter(self) -> MessageFilter | None:
+        """The store's filter for a tag subscription (its tags' hash codes), None when every message matches."""
         if not self.is_tag_type or self.matches_all:
             return None
-        codes = frozenset(self.codeSet)
-        return codes.__contains__
+        return MessageFilter(self.codeSet)
 
 
 def parse_tags(expression: str) -> tuple[list[str], set[int]]:

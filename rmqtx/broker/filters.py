@@ -20,6 +20,7 @@ from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.filter import (BloomFilter, BloomFilterData, CompiledExpression, FilterSyntaxError, calc_bitmap,
                           compile_cached, consumer_bloom_key)
 from rmqtx.store.consume_queue_ext import ExtUnit
+from rmqtx.store.message_filter import MessageFilter
 
 log = Logger(namespace="rmqtx.broker.filters")
 
@@ -198,21 +199,37 @@ class ConsumerFilterManager:
         filters = self._calc_lists.get(topic)
         return calc_bitmap(properties, filters, self.bloom) if filters else None
 
-    def cq_filter(self, topic: str, group: str, expression: str) -> Callable[[int | None, ExtUnit | None], bool] | None:
+    def cq_filter(self, topic: str, group: str, expression: str) -> "BitmapFilter | None":
         """The consume queue check for a pull of group by its registered expression; None when bits cannot help."""
         data = self.get(topic, group)
         if not self.enabled or data is None or data.expression != expression or not self.bloom.is_valid(data.bloom_data):
             return None
-        born, size = data.born_time, data.bloom_data.bit_num // 8
         checks = tuple((pos >> 3, 1 << (pos & 7)) for pos in data.bloom_data.bit_pos)  # is_hit, unrolled: hot path
+        return BitmapFilter(self, data.born_time, data.bloom_data.bit_num // 8, checks)
 
-        def may_match(tags_code: int | None, ext: ExtUnit | None) -> bool:
-            if ext is None or ext.store_time <= born or ext.bitmap is None or len(ext.bitmap) != size:
-                return True  # no usable map, or one computed before this filter was born: evaluate
-            bitmap = ext.bitmap
-            for byte, mask in checks:
-                if not bitmap[byte] & mask:
-                    self.skipped += 1
-                    return False
-            return True
-        return may_match
+
+class BitmapFilter(MessageFilter):
+    """A registered SQL92 group's unit check: the bits of its expression must all be set in the unit's
+    filter bit map (Java's ExpressionMessageFilter.isMatchedByConsumeQueue); the broker evaluates the
+    expression on what passes."""
+
+    __slots__ = ("manager", "born", "size", "checks")
+    by_tags_only = False
+
+    def __init__(self, manager: "ConsumerFilterManager", born: int, size: int,
+                 checks: tuple[tuple[int, int], ...]) -> None:
+        super().__init__(None)
+        self.manager = manager  # counts the units skipped
+        self.born = born
+        self.size = size
+        self.checks = checks
+
+    def matches_unit(self, tags_code: int | None, ext: ExtUnit | None) -> bool:
+        if ext is None or ext.store_time <= self.born or ext.bitmap is None or len(ext.bitmap) != self.size:
+            return True  # no usable map, or one computed before this filter was born: evaluate
+        bitmap = ext.bitmap
+        for byte, mask in self.checks:
+            if not bitmap[byte] & mask:
+                self.manager.skipped += 1
+                return False
+        return True

@@ -195,7 +195,7 @@ class TimerMessageService:
 
     def load(self) -> None:
         """Open the files, re-link timer log units written after the last sync, find where to go on (blocking, at start)."""
-        files = self.files = TimerFiles(self.root, self.cfg, self.store._allocator)
+        files = self.files = TimerFiles(self.root, self.cfg, self.store.allocator)
         files.load()
         check = files.check
         now = self._floor(int(self.clock() * 1000))

@@ -16,6 +16,7 @@ from rmqtx.common.validation import body_too_large, max_record_size
 
 from . import record as R
 from .config import StoreConfig
+from .dispatch_request import DispatchRequest
 from .mapped_file import MappedFile, MappedFileQueue
 from .results import BatchToStore, MessageToStore, PutResult, PutStatus
 
@@ -28,15 +29,6 @@ _encode_host = R.encode_host
 _write_record = R.write_record
 _offset_msg_id = R.offset_msg_id
 _PUT_OK = PutStatus.PUT_OK
-
-
-class Appended(NamedTuple):
-    """What the dispatcher needs to know about one record just written."""
-
-    physical_offset: int
-    size: int
-    queue_offset: int
-    properties: str
 
 
 _new_tuple = tuple.__new__
@@ -97,8 +89,10 @@ class CommitLog:
             queue.prepare_next()
         return mf
 
-    def put_message(self, msg: MessageToStore, store_ts: int) -> tuple[PutResult, Appended | None]:
-        """Write one message; raises OSError only when no file could be created."""
+    def put_message(self, msg: MessageToStore, store_ts: int,
+                    parsed: dict[str, str] | None = None) -> tuple[PutResult, DispatchRequest | None]:
+        """Write one message and say what to dispatch (``parsed``: msg.properties parsed, if the
+        caller has it); raises OSError only when no file could be created."""
         tb = self._topics.get(msg.topic) or self.topic_bytes(msg.topic)
         if tb is None:
             return PutResult(PutStatus.MESSAGE_ILLEGAL, remark="topic length must be 1..127 bytes"), None
@@ -138,9 +132,10 @@ class CommitLog:
             self.topic_queue_table[key] = qo + 1
         self.last_store_timestamp = store_ts
         return (PutResult(_PUT_OK, phys, total, _offset_msg_id(store_ip, store_port, phys), qo, 1, store_ts),
-                _new_tuple(Appended, (phys, total, qo, msg.properties)))  # Appended(...) without its Python __new__
+                _new_tuple(DispatchRequest, (msg.topic, msg.queue_id, phys, total, msg.tags_code, store_ts, qo, sys_flag,
+                                             msg.properties, parsed)))  # DispatchRequest(...) without its Python __new__
 
-    def put_batch(self, batch: BatchToStore, store_ts: int) -> tuple[PutResult, list[Appended]]:
+    def put_batch(self, batch: BatchToStore, store_ts: int) -> tuple[PutResult, list[DispatchRequest]]:
         """Write every message of a client batch body into one file, consecutive queue offsets."""
         tb = self.topic_bytes(batch.topic)
         if tb is None:
@@ -177,7 +172,7 @@ class CommitLog:
         first_qo = qo = self.topic_queue_table.get(key, 0) if queued else 0
         mf = self._room_for(grand)
         first = mf.from_offset + mf.wrote
-        out: list[Appended] = []
+        out: list[DispatchRequest] = []
         ids = []
         port = batch.store_host[1]
         for total, flag, body, props in encoded:
@@ -186,7 +181,8 @@ class CommitLog:
                            batch.born_timestamp, born_ip, batch.born_host[1], store_ts, store_ip, port,
                            0, 0, body, tb, props)
             mf.wrote += total
-            out.append(Appended(phys, total, qo, props.decode("utf-8", "replace")))
+            out.append(DispatchRequest(batch.topic, batch.queue_id, phys, total, None, store_ts, qo, sys_flag,
+                                       props.decode("utf-8", "replace"), None))
             ids.append(R.offset_msg_id(store_ip, port, phys))
             if queued:
                 qo += 1

@@ -19,25 +19,24 @@ UNIT_SIZE = 20
 _PRE_BLANK = UNIT.pack(0, 0x7FFFFFFF, 0)
 
 
-def batch_full(count: int, total: int, size: int, on_disk: bool, max_count: int, max_bytes: int,
-               memory_count: int, disk_bytes: int, disk_count: int) -> bool:
-    """Java's isTheBatchFull for a batch holding ``count`` records of ``total`` bytes, before one
-    more of ``size``: message counts and bytes are limited less for records still in memory."""
-    if count >= max_count:
-        return True
-    if on_disk:
-        return total + size > disk_bytes or count > disk_count
-    return total + size > max_bytes or count > memory_count
+def batch_limits(max_count: int, max_bytes: int, memory_count: int, disk_bytes: int,
+                 disk_count: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Java's isTheBatchFull, as limits: ((count, bytes) for records still in memory, the same for
+    records on disk). A batch of ``count`` records and ``total`` bytes is full before one more of
+    ``size`` when ``count >= limit_count or total + size > limit_bytes`` (and it holds one at least).
+    ``memory_count`` and ``disk_count`` are the configured maxTransferCount minus one, as Java compares.
+    Computed once per read: the per-record test is then two comparisons, no call."""
+    return ((min(max_count, memory_count + 1), max_bytes), (min(max_count, disk_count + 1), disk_bytes))
 
 
 def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int, max_phy: int, memory: int,
-                  count: int, total: int, max_count: int, max_bytes: int, memory_count: int, disk_bytes: int,
-                  disk_count: int, tags: frozenset | None, ext_max: int, messages: list, qofs: list,
+                  count: int, total: int, mem_n: int, mem_b: int, disk_n: int, disk_b: int,
+                  tags: frozenset | None, ext_max: int, messages: list, qofs: list,
                   base: int) -> tuple[int, int, int, int]:
     """The plain run of a pull from unit ``i``: copy each unit's record out of one commit log file
     (``mm``, starting at store offset ``mm_from``, ``mm_wrote`` bytes written), skipping units whose
-    tags code is not in ``tags``, until the batch is full (Java's limits, as get_message applies
-    them) or a unit needs get_message's general path: an ext address (tag <= ``ext_max``), a
+    tags code is not in ``tags``, until the batch is full (the :func:`batch_limits` for records in
+    memory, ``mem_n`` records or ``mem_b`` bytes, and on disk) or a unit needs get_message's general path: an ext address (tag <= ``ext_max``), a
     record outside ``mm`` or an empty one. Returns (next i, count, total bytes, last commit log
     offset seen or -1); ``messages`` and ``qofs`` (queue offsets, ``base`` + unit number) grow."""
     unpack = UNIT.unpack_from
@@ -46,14 +45,9 @@ def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int,
     mm_wrote = min(mm_wrote, len(mm))
     while 0 <= i and i + UNIT_SIZE <= n:
         phy, size, tag = unpack(units, i)
-        if total and count:  # batch_full, inline: this loop is the pure-Python pull's per-message path
-            if count >= max_count:
-                break
-            if max_phy - phy > memory:
-                if total + size > disk_bytes or count > disk_count:
-                    break
-            elif total + size > max_bytes or count > memory_count:
-                break
+        if total and count and (count >= disk_n or total + size > disk_b if max_phy - phy > memory
+                                else count >= mem_n or total + size > mem_b):
+            break  # batch_limits: the batch is full
         if tag <= ext_max:
             break
         if tags is not None and tag not in tags:
@@ -218,6 +212,24 @@ class ConsumeQueue:
             self.queue.flushed_where = mf.from_offset
         return mf
 
+    def put_next(self, phys_offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """The common case of :meth:`put`, for the put path: a unit already there, or (ext off) one
+        next in the last file with room. False when :meth:`put` must take it."""
+        if phys_offset + size <= self.max_physic_offset:
+            return True
+        if self.ext is not None or self._pending is not None:
+            return False
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.wrote >= self.file_size or mf.from_offset + mf.wrote != cq_offset * UNIT_SIZE:
+            return False
+        UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
+        mf.wrote += UNIT_SIZE
+        self.max_physic_offset = phys_offset + size  # above it, as checked first
+        if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
+            self.queue.prepare_next()
+        return True
+
     def put(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int = 0,
             bitmap: bytes | None = None) -> None:
         """Append the unit for cq_offset unless it is already there (with ext: its ext unit first)."""
@@ -227,16 +239,6 @@ class ConsumeQueue:
             self._pending.append((phys_offset, size, tags_code, cq_offset, store_ts, bitmap))
             self.max_physic_offset = phys_offset + size
             return
-        if self.ext is None:  # the common case of _append, inline: room in the last file, the unit next in it
-            files = self.queue.files
-            mf = files[-1] if files else None
-            if mf is not None and mf.wrote < self.file_size and mf.from_offset + mf.wrote == cq_offset * UNIT_SIZE:
-                UNIT.pack_into(mf.mm, mf.wrote, phys_offset, size, tags_code)
-                mf.wrote += UNIT_SIZE
-                self.max_physic_offset = phys_offset + size  # above it, as checked first
-                if mf.wrote >= self._prealloc_mark and not self.queue.next_pending:
-                    self.queue.prepare_next()
-                return
         self._append(phys_offset, size, tags_code, cq_offset, store_ts, bitmap)
 
     def _append(self, phys_offset: int, size: int, tags_code: int, cq_offset: int, store_ts: int,

@@ -4,17 +4,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any, Callable
 
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall
 from twisted.python.failure import Failure
 
+from .checkpoint import Checkpoint
+from .commitlog import CommitLog
+from .config import StoreConfig
+from .consume_queue import ConsumeQueue
+from .dispatch import DispatchPipeline
+from .index import IndexService
 from .mapped_file import MappedFile
-
-if TYPE_CHECKING:
-    from .message_store import MessageStore
 
 log = logging.getLogger(__name__)
 _PAGE = 4096
@@ -40,8 +43,17 @@ def _call(waiter: tuple[int, Any, Any], synced: bool) -> None:
 class FlushService:
     """Commit log flushing (async interval or sync group commit) and the 1 s queue/index/checkpoint flush."""
 
-    def __init__(self, store: "MessageStore") -> None:
-        self.store = store
+    def __init__(self, config: StoreConfig, commitlog: CommitLog, dirty_cqs: set[ConsumeQueue], index: IndexService,
+                 pipeline: DispatchPipeline, files_pending: Callable[[], bool]) -> None:
+        self.config = config
+        self.commitlog = commitlog
+        #: consume queues written since their last flush: the store's set, emptied here
+        self.dirty_cqs = dirty_cqs
+        self.index = index
+        self.pipeline = pipeline  # its dispatched_ts becomes the checkpoint's logics time
+        self.files_pending = files_pending  # units or index entries still wait for a file
+        #: set by the store once loaded
+        self.checkpoint: Checkpoint | None = None
         self.reactor: Any = None
         self.sync_count = 0  # commit log sync jobs run (group commit shares one among many puts)
         self.flushed_store_ts = 0
@@ -64,7 +76,7 @@ class FlushService:
 
     def start(self, reactor: Any) -> None:
         self.reactor = reactor
-        cfg = self.store.config
+        cfg = self.config
         if not cfg.sync_flush:
             self._loop(self._async_tick, cfg.flush_interval_commit_log)
         else:
@@ -100,12 +112,12 @@ class FlushService:
 
     def _flush_commit_log(self) -> Deferred | None:
         """Sync the commit log up to its current end in a thread; fires with the covered offset."""
-        q = self.store.commitlog.queue
+        q = self.commitlog.queue
         target = q.max_offset
         if target <= q.flushed_where or self._cl_busy:
             return None
         files = q.dirty_files()
-        ts = self.store.commitlog.last_store_timestamp
+        ts = self.commitlog.last_store_timestamp
         self._cl_busy = True
         self.sync_count += 1
 
@@ -131,7 +143,7 @@ class FlushService:
     def call_when_flushed(self, offset: int, fn: Any, arg: Any) -> None:
         """``fn(synced, arg)`` once the commit log is synced past offset (synced False on timeout);
         the Deferred-free form of :meth:`wait_flushed` for the send path."""
-        q = self.store.commitlog.queue
+        q = self.commitlog.queue
         if offset <= q.flushed_where:
             fn(True, arg)
             return
@@ -152,8 +164,8 @@ class FlushService:
     def _commit_loop(self, token: object) -> None:
         """The group commit thread: sync up to the commit log's end, hand the offset to the reactor,
         and go again at once while puts keep coming (their appends overlap the running sync)."""
-        q = self.store.commitlog.queue
-        cl = self.store.commitlog
+        q = self.commitlog.queue
+        cl = self.commitlog
         synced_to = q.flushed_where
         while self._token is token:
             target = q.max_offset
@@ -183,7 +195,7 @@ class FlushService:
                 return
 
     def _synced(self, target: int, ts: int) -> None:
-        q = self.store.commitlog.queue
+        q = self.commitlog.queue
         if target > q.flushed_where:
             q.flushed_where = target
         if ts > self.flushed_store_ts:
@@ -196,7 +208,7 @@ class FlushService:
                 hook(self._release_waiters)
 
     def _release_waiters(self) -> None:
-        flushed = self.store.commitlog.queue.flushed_where
+        flushed = self.commitlog.queue.flushed_where
         waiters = self._waiters
         while waiters and waiters[0][0] <= flushed:
             _call(waiters.popleft(), True)
@@ -206,11 +218,11 @@ class FlushService:
         if not self._waiters:
             self._stuck = None
             return
-        q = self.store.commitlog.queue
+        q = self.commitlog.queue
         now = self.reactor.seconds()
         if self._stuck is None or self._stuck[0] != q.flushed_where:
             self._stuck = (q.flushed_where, now, q.max_offset)
-        elif now - self._stuck[1] >= self.store.config.sync_flush_timeout / 1000.0:
+        elif now - self._stuck[1] >= self.config.sync_flush_timeout / 1000.0:
             self._timeout(self._stuck[2])
             self._stuck = None
 
@@ -220,7 +232,7 @@ class FlushService:
 
     def flush_commit_log_now(self) -> None:
         """Blocking sync of the whole commit log tail (offline use and shutdown)."""
-        cl = self.store.commitlog
+        cl = self.commitlog
         q = cl.queue
         _sync_all(q.dirty_files())
         q.flushed_where = q.max_offset
@@ -232,31 +244,32 @@ class FlushService:
     def _collect_logics(self, thorough: bool = True) -> tuple[list[MappedFile], list[tuple[Any, int]]]:
         """What to sync now: every dirty queue when thorough, else (as Java) only queues with at least
         flushConsumeQueueLeastPages unsynced pages; the checkpoint's logics time moves on thorough ones."""
-        store = self.store
         files: list[MappedFile] = []
         marks = []
-        least = 0 if thorough else store.config.flush_consume_queue_least_pages * _PAGE
+        least = 0 if thorough else self.config.flush_consume_queue_least_pages * _PAGE
+        dirty = self.dirty_cqs
         if least:
-            picked = [cq for cq in store.dirty_cqs if cq.queue.max_offset - cq.queue.flushed_where >= least]
-            store.dirty_cqs.difference_update(picked)
+            picked = [cq for cq in dirty if cq.queue.max_offset - cq.queue.flushed_where >= least]
+            dirty.difference_update(picked)
         else:
-            picked = list(store.dirty_cqs)
-            store.dirty_cqs.clear()
+            picked = list(dirty)
+            dirty.clear()
         for cq in picked:
             files.extend(cq.queue.dirty_files())
             marks.append((cq.queue, cq.queue.max_offset))
             if cq.ext is not None:
                 files.extend(cq.ext.queue.dirty_files())
                 marks.append((cq.ext.queue, cq.ext.queue.max_offset))
-        files.extend(store.index.take_dirty())
-        ckpt = store.checkpoint
+        files.extend(self.index.take_dirty())
+        ckpt = self.checkpoint
         assert ckpt is not None
         if self.flushed_store_ts:
             ckpt.physic_ts = self.flushed_store_ts
-        if store.dispatched_ts and thorough and not store.files_pending:  # units waiting for a file are not on disk yet
-            ckpt.logics_ts = store.dispatched_ts
-        if store.index.files:
-            ckpt.index_ts = store.index.files[-1].end_ts or ckpt.index_ts
+        dispatched_ts = self.pipeline.dispatched_ts
+        if dispatched_ts and thorough and not self.files_pending():  # units waiting for a file are not on disk yet
+            ckpt.logics_ts = dispatched_ts
+        if self.index.files:
+            ckpt.index_ts = self.index.files[-1].end_ts or ckpt.index_ts
         return files, marks
 
     @staticmethod
@@ -273,7 +286,7 @@ class FlushService:
         if self._logics_busy:
             return
         now = self.reactor.seconds() * 1000
-        thorough = now >= self._last_thorough + self.store.config.flush_consume_queue_thorough_interval
+        thorough = now >= self._last_thorough + self.config.flush_consume_queue_thorough_interval
         if thorough:
             self._last_thorough = now
         files, marks = self._collect_logics(thorough)
@@ -285,13 +298,13 @@ class FlushService:
                 log.error("consume queue/index flush failed: %s", result.value)
             else:
                 self._mark(marks)
-        self._in_thread(self._sync_logics, files, self.store.checkpoint).addBoth(done)
+        self._in_thread(self._sync_logics, files, self.checkpoint).addBoth(done)
 
     def flush_all_now(self) -> None:
         """Blocking final flush of everything (shutdown)."""
         self.flush_commit_log_now()
         files, marks = self._collect_logics()
-        self._sync_logics(files, self.store.checkpoint)
+        self._sync_logics(files, self.checkpoint)
         self._mark(marks)
         while self._waiters:
             _call(self._waiters.popleft(), True)

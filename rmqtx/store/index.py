@@ -10,9 +10,11 @@ from concurrent.futures import Executor, Future
 from typing import Callable
 
 from rmqtx.accel import accel
+from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_UNIQ_KEY
 from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK
 
 from . import record as R
+from .dispatch_request import DispatchRequest
 from .mapped_file import MappedFile, StoreError, remove_leftovers, retire
 
 log = logging.getLogger(__name__)
@@ -311,31 +313,38 @@ class IndexService:
             self._prepare_spare()
         return f
 
-    def build(self, topic: str, phy: int, store_ts: int, sys_flag: int, uniq_key: str | None,
-              keys: str | None) -> None:
-        """Index one record under topic#UNIQ_KEY and topic#KEY (raises OSError if no file can be made)."""
-        if (sys_flag & TRANSACTION_MASK) == TRANSACTION_ROLLBACK:
-            return
-        prefix = topic + "#"
-        if self._pending is not None:  # behind entries that wait for a file: keep the order
-            if phy >= self._pending_phy:
-                self._pending.extend(_entries(prefix, uniq_key, keys, phy, store_ts))
-                self._pending_phy = phy
-            return
-        f = self.files[-1] if self.files else None
-        if f is None or f.index_count >= self.index_num or (self._spare is None and f.index_count * 2 > self.index_num):
-            f = self._writable()
-            if f is None:
-                self._pending, self._pending_phy = _entries(prefix, uniq_key, keys, phy, store_ts), phy
+    def dispatch(self, req: DispatchRequest) -> None:
+        """The pipeline's index step (Java's CommitLogDispatcherBuildIndex): index one record under
+        topic#UNIQ_KEY and topic#KEY; a file that cannot be made is logged, the record stays unindexed."""
+        try:  # one method, no helper: this runs for every message put
+            topic, _, phy, _, _, store_ts, _, sys_flag, _, props = req  # at once: cheaper than field by field
+            if (sys_flag & TRANSACTION_MASK) == TRANSACTION_ROLLBACK:
                 return
-        if phy < f.end_phy:
-            return
-        # the header goes into the mapping at once: a killed process leaves one matching its slots
-        done = index_put_keys(f, prefix, uniq_key, keys, phy, store_ts)
-        if done < 0:  # full: the rest into the next file, or waiting for it
-            self._put_all(f, _entries(prefix, uniq_key, keys, phy, store_ts)[-1 - done:])
-            return
-        self.dirty.add(f)
+            assert props is not None  # the pipeline parses what the writer did not
+            uniq_key, keys = props.get(PROPERTY_UNIQ_KEY), props.get(PROPERTY_KEYS)
+            prefix = topic + "#"
+            if self._pending is not None:  # behind entries that wait for a file: keep the order
+                if phy >= self._pending_phy:
+                    self._pending.extend(_entries(prefix, uniq_key, keys, phy, store_ts))
+                    self._pending_phy = phy
+                return
+            f = self.files[-1] if self.files else None
+            if f is None or f.index_count >= self.index_num or (self._spare is None and f.index_count * 2 > self.index_num):
+                f = self._writable()
+                if f is None:
+                    self._pending, self._pending_phy = _entries(prefix, uniq_key, keys, phy, store_ts), phy
+                    return
+            if phy < f.end_phy:
+                return
+            # the header goes into the mapping at once: a killed process leaves one matching its slots
+            done = index_put_keys(f, prefix, uniq_key, keys, phy, store_ts)
+            if done < 0:  # full: the rest into the next file, or waiting for it
+                self._put_all(f, _entries(prefix, uniq_key, keys, phy, store_ts)[-1 - done:])
+                return
+            if f not in self.dirty:
+                self.dirty.add(f)
+        except OSError as e:
+            log.error("index build failed for offset %d: %s", req.physical_offset, e)
 
     def _put_all(self, f: IndexFile, entries: list[tuple[int, int, int]]) -> bool:
         """Put entries, rolling to new files as they fill; False when the rest waits for a file."""

@@ -5,26 +5,27 @@ import fcntl
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
 
 from twisted.internet.defer import Deferred, succeed
 
-from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_KEYS, PROPERTY_TAGS, PROPERTY_UNIQ_KEY
+from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_UNIQ_KEY, parse_properties
 from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
-from rmqtx.common.topics import SCHEDULE_TOPIC
 
 from . import record as R
 from .checkpoint import Checkpoint
-from .commitlog import Appended, CommitLog
+from .commitlog import CommitLog
 from .config import StoreConfig
-from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_full, load_consume_queues, scan_units
+from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_limits, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
+from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline, Dispatcher
 from .flush import FlushService
 from .index import IndexService
 from .mapped_file import StoreError
-from .recovery import recover
+from .message_filter import MessageFilter
+from .recovery import Recovery
 from .results import BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus
 from .retention import RetentionService
 
@@ -35,10 +36,6 @@ log = logging.getLogger(__name__)
 
 _NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
 
-#: (topic, message properties) -> filter bit map to keep in the ext unit, or None.
-BitmapCalculator = Callable[[str, dict[str, str]], "bytes | None"]
-#: (real tags code or None when unknown, ext unit or None) -> may the unit match (Java's isMatchedByConsumeQueue).
-CqFilter = Callable[["int | None", "ExtUnit | None"], bool]
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
@@ -51,18 +48,6 @@ def _flushed(synced: bool, waiting: tuple) -> None:
 
 class StoreLockedError(StoreError):
     """Another store instance holds the directory's lock file."""
-
-
-def _props(s: str) -> dict[str, str]:
-    """Fast properties parse for dispatch (same results as record.parse_properties for sane input)."""
-    if not s:
-        return {}
-    out = {}
-    for item in s.split("\x02"):
-        k, sep, v = item.partition("\x01")
-        if sep and v and "\x01" not in v:
-            out[k] = v
-    return out
 
 
 class MessageStore:
@@ -78,17 +63,13 @@ class MessageStore:
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
                                   config.max_msgs_num_batch, self._allocator, clock, config.warm_maped_file_enable)
         self.checkpoint: Checkpoint | None = None
-        self.flush = FlushService(self)
-        self.retention = RetentionService(self)
         self.dirty_cqs: set[ConsumeQueue] = set()
-        self.dispatched_ts = 0
         self.disk_full = False
         self._listeners: list[Callable[[str, int, int], None]] = []
         # queues grown since the listeners last heard (told once per reactor turn, as Java's reput
         # thread tells long polling after dispatch): (topic, queue id) -> new max offset
         self._arrived: dict[tuple[str, int], int] = {}
         self._arrival_call = None
-        self._delay_levels = R.parse_delay_levels(config.message_delay_level)
         self._lock_fd: int | None = None
         self._running = False
         self._sync = config.sync_flush
@@ -97,10 +78,21 @@ class MessageStore:
         self.sync_flush = config.sync_flush
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
-        self._bitmap_calc: BitmapCalculator | None = None
+        self._cq_dispatcher = ConsumeQueueDispatcher(self.consume_queues, self._cq, self.dirty_cqs,
+                                                     R.parse_delay_levels(config.message_delay_level))
+        steps: list[Dispatcher] = [self._cq_dispatcher]
+        if self._index_enabled:
+            steps.append(self.index)
+        #: every stored record goes through it: puts here, recovery and the replica's appends
+        self.pipeline = DispatchPipeline(steps)
+        self.flush = FlushService(config, self.commitlog, self.dirty_cqs, self.index, self.pipeline,
+                                  self._files_pending)
+        self.retention = RetentionService(config, clock, self.commitlog, self.consume_queues, self.index,
+                                          self._set_disk_full)
         self._reactor: Any = None
         #: Consume queues whose units wait for a file the allocator thread is making.
         self.waiting_cqs: set[ConsumeQueue] = set()
+        self._batch_limits: dict[tuple[int, int, int, int, int], tuple[tuple[int, int], tuple[int, int]]] = {}
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -116,13 +108,15 @@ class MessageStore:
             clean = not os.path.exists(self.abort_path)
             self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
             self.commitlog.queue.load()
-            self.consume_queues = load_consume_queues(self.config.consume_queue_dir,
-                                                      self.config.mapped_file_size_consume_queue, self._allocator,
-                                                      self._ext_root, self.config.mapped_file_size_consume_queue_ext,
-                                                      self.config.warm_maped_file_enable)
+            self.consume_queues.update(load_consume_queues(  # in place: the pipeline holds this table
+                self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue, self._allocator,
+                self._ext_root, self.config.mapped_file_size_consume_queue_ext, self.config.warm_maped_file_enable))
             if self._index_enabled:
                 self.index.load()
-            recover(self, clean)
+            self.flush.checkpoint = self.checkpoint
+            Recovery(self.config, self.commitlog, self.consume_queues, self.index, self.checkpoint,
+                     self.pipeline).run(clean)
+            self.dirty_cqs.update(self.consume_queues.values())
             with open(self.abort_path, "wb"):
                 pass
         except BaseException:
@@ -151,7 +145,7 @@ class MessageStore:
     def start(self, reactor=None) -> None:
         """Start periodic flush and retention on the reactor."""
         if reactor is None:
-            from twisted.internet import reactor  # type: ignore[no-redef]
+            from twisted.internet import reactor
         self._reactor = reactor
         for cq in self.consume_queues.values():
             cq.later = self._cq_later
@@ -200,9 +194,22 @@ class MessageStore:
                 log.error("index: %s", e)
 
     @property
+    def allocator(self) -> Executor:
+        """The one thread that makes and deletes the store's files; the broker's timer files use it too,
+        so file work stays in one queue."""
+        return self._allocator
+
+    @property
     def files_pending(self) -> bool:
         """Dispatched units or index entries still wait for a file: the checkpoint's logics time must not pass them."""
+        return self._files_pending()
+
+    def _files_pending(self) -> bool:
         return bool(self.waiting_cqs) or self.index.waiting
+
+    def _set_disk_full(self, full: bool) -> None:
+        """Retention's verdict after each look at the disk: refuse puts while it is nearly full."""
+        self.disk_full = full
 
     def _write_waiting(self) -> None:
         """Shutdown: wait for files being made (fine now) and write what waited for them."""
@@ -289,14 +296,14 @@ class MessageStore:
             cq = self.consume_queues.get((msg.topic, msg.queue_id))
             if cq is None or cq.needs_file or (msg.sys_flag & TRANSACTION_MASK) in _NO_QUEUE:
                 cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
-            res, app = self.commitlog.put_message(msg, int(self.clock() * 1000))
+            res, req = self.commitlog.put_message(msg, int(self.clock() * 1000), props)
         except OSError as e:
             log.error("put failed: %s", e)
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
-        if app is not None:
-            self._dispatch(msg.topic, cq, res.store_timestamp, msg.sys_flag, app, msg.tags_code, props)
+        if req is not None:
+            self.pipeline.dispatch(req)
             if self._listeners and cq is not None:
-                self._arrive(msg.topic, msg.queue_id, app.queue_offset + 1)
+                self._arrive(msg.topic, msg.queue_id, req.queue_offset + 1)
         return res
 
     def _arrive(self, topic: str, queue_id: int, new_max: int) -> None:
@@ -325,13 +332,13 @@ class MessageStore:
         if res is None:
             try:
                 cq = self._prepare_queue(batch.topic, batch.queue_id, batch.sys_flag)
-                res, apps = self.commitlog.put_batch(batch, int(self.clock() * 1000))
+                res, reqs = self.commitlog.put_batch(batch, int(self.clock() * 1000))
             except OSError as e:
                 log.error("batch put failed: %s", e)
                 return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
-            for app in apps:
-                self._dispatch(batch.topic, cq, res.store_timestamp, batch.sys_flag, app, None)
-            if apps:
+            for req in reqs:
+                self.pipeline.dispatch(req)
+            if reqs:
                 if self._listeners and cq is not None:
                     self._arrive(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
@@ -356,60 +363,14 @@ class MessageStore:
 
     # ---- dispatch -----------------------------------------------------------------------------
 
-    def tags_code(self, topic: str, props: dict[str, str], store_ts: int) -> int:
-        """The consume queue's tag field: String.hashCode of TAGS, or delivery time for delayed records."""
-        if topic == SCHEDULE_TOPIC:
-            level = props.get(PROPERTY_DELAY)
-            if level and level.isdigit() and int(level) > 0:
-                lv = min(int(level), len(self._delay_levels))
-                return store_ts + self._delay_levels[lv - 1]
-        tags = props.get(PROPERTY_TAGS)
-        return R.tags_hash(tags) if tags else 0
-
-    def _dispatch(self, topic: str, cq: ConsumeQueue | None, store_ts: int, sys_flag: int, app: Appended,
-                  tags_code: int | None, props: dict[str, str] | None = None) -> None:
-        """Build the consume queue unit (cq is None for records that get none) and index entries."""
-        if props is None or (cq is not None and cq.ext is not None):
-            props = _props(app.properties)  # the bit map sees exactly what was stored
-        if cq is not None:
-            if tags_code is None:
-                if topic == SCHEDULE_TOPIC:
-                    tags_code = self.tags_code(topic, props, store_ts)
-                else:
-                    tags = props.get(PROPERTY_TAGS)
-                    tags_code = R.tags_hash(tags) if tags else 0
-            if cq.ext is None:
-                cq.put(app.physical_offset, app.size, tags_code, app.queue_offset)
-            else:
-                cq.put(app.physical_offset, app.size, tags_code, app.queue_offset, store_ts,
-                       self._bitmap(topic, props))
-            self.dirty_cqs.add(cq)
-        if self._index_enabled:
-            try:
-                self.index.build(topic, app.physical_offset, store_ts, sys_flag,
-                                 props.get(PROPERTY_UNIQ_KEY), props.get(PROPERTY_KEYS))
-            except OSError as e:
-                log.error("index build failed for offset %d: %s", app.physical_offset, e)
-        self.dispatched_ts = store_ts
-
-    def _bitmap(self, topic: str, props: dict[str, str]) -> bytes | None:
-        if self._bitmap_calc is None:
-            return None
-        try:
-            return self._bitmap_calc(topic, props)
-        except Exception:
-            log.exception("filter bit map calculation failed for topic %s", topic)
-            return None
+    @property
+    def dispatched_ts(self) -> int:
+        """Store time of the last record dispatched (the checkpoint's logics time)."""
+        return self.pipeline.dispatched_ts
 
     def set_bitmap_calculator(self, fn: BitmapCalculator | None) -> None:
         """Who computes each dispatched message's filter bit map (kept only when enableConsumeQueueExt)."""
-        self._bitmap_calc = fn
-
-    def dispatch_record(self, offset: int, rec: R.Record) -> None:
-        """Dispatch a record read back from the commit log (recovery)."""
-        queued = (rec.sys_flag & TRANSACTION_MASK) not in _NO_QUEUE
-        self._dispatch(rec.topic, self._cq(rec.topic, rec.queue_id) if queued else None, rec.store_timestamp,
-                       rec.sys_flag, Appended(offset, rec.total_size, rec.queue_offset, rec.properties), None)
+        self._cq_dispatcher.bitmap_calc = fn
 
     def _notify(self, topic: str, queue_id: int, new_max: int) -> None:
         for fn in self._listeners:
@@ -433,12 +394,11 @@ class MessageStore:
         return _TOTAL_MEMORY * self.config.access_message_in_memory_max_ratio // 100
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    tag_filter: Callable[[int], bool] | None = None, max_total_bytes: int = 256 * 1024,
-                    cq_filter: CqFilter | None = None) -> GetResult:
+                    message_filter: MessageFilter | None = None, max_total_bytes: int = 256 * 1024) -> GetResult:
         """Up to max_msg_nums stored records from offset; statuses and next offsets as Java decides them.
 
-        Units are filtered before the commit log is read: tag_filter sees the tags code, cq_filter
-        also the ext unit (store time, bit map); an ext address that does not resolve matches both.
+        Units are filtered before the commit log is read (``message_filter.matches_unit``, with the
+        ext unit when there is one; a tags code that cannot be known matches).
         """
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
@@ -469,26 +429,28 @@ class MessageStore:
         unpack = UNIT.unpack_from
         ext_q = cq.ext
         ext: ExtUnit | None
-        # _batch_full's limits, and the commit log file the last read came from (read() inline)
+        # when the batch is full (Java's isTheBatchFull), and the commit log file the last read came from (read() inline)
         c = self.config
-        disk_bytes = c.max_transfer_bytes_on_message_in_disk
-        disk_count = c.max_transfer_count_on_message_in_disk - 1
-        memory_count = c.max_transfer_count_on_message_in_memory - 1
+        key = (max_msg_nums, max_total_bytes, c.max_transfer_count_on_message_in_memory,
+               c.max_transfer_bytes_on_message_in_disk, c.max_transfer_count_on_message_in_disk)
+        try:
+            (mem_n, mem_b), (disk_n, disk_b) = self._batch_limits[key]
+        except KeyError:
+            (mem_n, mem_b), (disk_n, disk_b) = self._limits_for(key)
         find = cl.queue.find
         mf = None
         mf_from = mf_end = 0
         count = 0
         # the plain runs go through scan_units (compiled where built); this loop takes the rest
-        tags: frozenset | None = None
-        plain = tag_filter is None and cq_filter is None
-        if tag_filter is not None and cq_filter is None and isinstance(getattr(tag_filter, "__self__", None), frozenset):
-            tags, plain = tag_filter.__self__, True  # SubscriptionData.tag_filter: a frozenset's __contains__
+        if message_filter is None:
+            tags, plain = None, True
+        else:
+            tags, plain = message_filter.tags_codes, message_filter.by_tags_only
         while i < n:
             if plain and mf is not None and next_file_start < 0:
                 had = count
                 i, count, total, last = scan_units(units, i, n, mf.mm, mf_from, mf.wrote, max_phy, memory, count, total,
-                                                   max_msg_nums, max_total_bytes, memory_count, disk_bytes, disk_count,
-                                                   tags, EXT_MAX_ADDR, messages, qofs, offset)
+                                                   mem_n, mem_b, disk_n, disk_b, tags, EXT_MAX_ADDR, messages, qofs, offset)
                 if last >= 0:
                     max_pulling = last
                 if count > had:
@@ -500,9 +462,9 @@ class MessageStore:
             if next_file_start >= 0 and phy < next_file_start:
                 i += UNIT_SIZE
                 continue
-            if total and count and batch_full(count, total, size, max_phy - phy > memory, max_msg_nums, max_total_bytes,
-                                              memory_count, disk_bytes, disk_count):
-                break
+            if total and count and (count >= disk_n or total + size > disk_b if max_phy - phy > memory
+                                    else count >= mem_n or total + size > mem_b):
+                break  # batch_limits: the batch is full
             if tag > EXT_MAX_ADDR:
                 ext = None
             elif ext_q is None:  # written with ext on, read with it off: the tags code is unknown
@@ -512,8 +474,7 @@ class MessageStore:
                 if ext is None:
                     log.error("consume queue %s/%d: ext unit %d not found", topic, queue_id, tag)
                 tag = ext.tags_code if ext is not None else None
-            if (tag_filter is not None and tag is not None and not tag_filter(tag)) or (
-                    cq_filter is not None and not cq_filter(tag, ext)):
+            if message_filter is not None and not message_filter.matches_unit(tag, ext):
                 i += UNIT_SIZE
                 continue
             if mf is None or not mf_from <= phy < mf_end:
@@ -541,6 +502,15 @@ class MessageStore:
             i += UNIT_SIZE
         return GetResult(status, offset + i // UNIT_SIZE, min_o, max_o, messages,
                          max_phy - max_pulling > memory, qofs)
+
+    def _limits_for(self, key: tuple[int, int, int, int, int]) -> tuple[tuple[int, int], tuple[int, int]]:
+        """batch_limits for (max_msg_nums, max bytes, then the three maxTransfer settings), kept: reads
+        ask for the same few again and again, and a call per pull shows in the call budget."""
+        if len(self._batch_limits) > 64:
+            self._batch_limits.clear()
+        max_count, max_bytes, memory_count, disk_bytes, disk_count = key
+        out = self._batch_limits[key] = batch_limits(max_count, max_bytes, memory_count - 1, disk_bytes, disk_count - 1)
+        return out
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.consume_queues.get((topic, queue_id))
@@ -651,7 +621,7 @@ class MessageStore:
                     upper = rec.store_timestamp
                 if off in seen or rec.topic != topic:
                     continue
-                props = _props(rec.properties)
+                props = parse_properties(rec.properties)
                 if key == props.get(PROPERTY_UNIQ_KEY) or key in props.get(PROPERTY_KEYS, "").split(" "):
                     seen.add(off)
                     out.append(data)

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
-
 from rmqtx.common.progress import Progress, size_text
 from rmqtx.common.sysflag import SYSFLAG_BORN_HOST_V6
 
 from . import record as R
+from .checkpoint import Checkpoint
+from .commitlog import CommitLog
+from .config import StoreConfig
+from .consume_queue import ConsumeQueue
+from .dispatch import DispatchPipeline
+from .dispatch_request import request_from_record
+from .index import IndexService
 from .mapped_file import MappedFile
-
-if TYPE_CHECKING:
-    from .message_store import MessageStore
 
 log = logging.getLogger(__name__)
 
@@ -28,11 +30,9 @@ def _first_store_timestamp(mf: MappedFile) -> int:
     return R.INT64.unpack_from(mf.mm, R.HOSTS_POS + (20 if sys_flag & SYSFLAG_BORN_HOST_V6 else 8))[0]
 
 
-def _safe_start_index(store: "MessageStore") -> int:
+def _safe_start_index(files: list[MappedFile], checkpoint: Checkpoint, with_index: bool) -> int:
     """After a crash: the newest file whose first record predates the checkpoint (Java's rule)."""
-    assert store.checkpoint is not None
-    files = store.commitlog.queue.files
-    limit = store.checkpoint.min_timestamp(with_index=store.config.message_index_enable)
+    limit = checkpoint.min_timestamp(with_index=with_index)
     for i in range(len(files) - 1, -1, -1):
         ts = _first_store_timestamp(files[i])
         if 0 < ts <= limit:
@@ -56,37 +56,50 @@ def zero_tail(mf: MappedFile, pos: int, max_run: int) -> int:
     return cleared
 
 
-def recover(store: "MessageStore", clean: bool) -> None:
-    """Validate the commit log (CRC included), truncate, then dispatch what queues and index lack.
+class Recovery:
+    """What recovery works on: the store's parts, not the store (it is made before them all are loaded)."""
 
-    Logs how far it is every few seconds and one summary line at the end.
-    """
-    progress = Progress("store recovery" if not clean else "store load", say=log.info, interval=5.0)
-    checked, dispatched, end = _recover(store, clean, progress)
-    kind = "recovered after an abnormal shutdown" if not clean else "loaded after a clean shutdown"
-    progress.done(f"{store.root} {kind}: {checked} records checked, {dispatched} dispatched to "
-                  f"{len(store.consume_queues)} consume queues and the index, commit log ends at offset {end}")
+    def __init__(self, config: StoreConfig, commitlog: CommitLog, consume_queues: dict[tuple[str, int], ConsumeQueue],
+                 index: IndexService, checkpoint: Checkpoint, pipeline: DispatchPipeline) -> None:
+        self.config = config
+        self.commitlog = commitlog
+        self.consume_queues = consume_queues  # cleared here when the commit log is empty
+        self.index = index
+        self.checkpoint = checkpoint
+        self.pipeline = pipeline  # every record the queues or the index lack goes through it
+
+    def run(self, clean: bool) -> None:
+        """Validate the commit log (CRC included), truncate, then dispatch what queues and index lack.
+
+        Logs how far it is every few seconds and one summary line at the end.
+        """
+        progress = Progress("store recovery" if not clean else "store load", say=log.info, interval=5.0)
+        checked, dispatched, end = _recover(self, clean, progress)
+        kind = "recovered after an abnormal shutdown" if not clean else "loaded after a clean shutdown"
+        progress.done(f"{self.config.store_path_root_dir} {kind}: {checked} records checked, {dispatched} dispatched "
+                      f"to {len(self.consume_queues)} consume queues and the index, commit log ends at offset {end}")
 
 
-def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[int, int, int]:
+def _recover(parts: Recovery, clean: bool, progress: Progress) -> tuple[int, int, int]:
     """Recovery proper; returns (records checked, records dispatched, end offset of the commit log)."""
-    cl = store.commitlog
+    cl = parts.commitlog
     files = cl.queue.files
-    for cq in store.consume_queues.values():
+    for cq in parts.consume_queues.values():
         cq.recover()
     if not files:
-        if store.consume_queues:
+        if parts.consume_queues:
             log.warning("commit log is empty: removing consume queues")
-        for cq in store.consume_queues.values():
+        for cq in parts.consume_queues.values():
             cq.destroy()
-        store.consume_queues.clear()
-        store.index.truncate(0)
+        parts.consume_queues.clear()
+        parts.index.truncate(0)
         cl.queue.flushed_where = 0
         return 0, 0, 0
-    start_idx = max(0, len(files) - 3) if clean else _safe_start_index(store)
+    start_idx = (max(0, len(files) - 3) if clean
+                 else _safe_start_index(files, parts.checkpoint, parts.config.message_index_enable))
     scan_from = files[start_idx].from_offset
     if clean:
-        built = max((cq.max_physic_offset for cq in store.consume_queues.values()), default=-1)
+        built = max((cq.max_physic_offset for cq in parts.consume_queues.values()), default=-1)
         dispatch_from = max(built, cl.min_offset)
     else:
         dispatch_from = scan_from
@@ -97,7 +110,7 @@ def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[in
     total = files[-1].end_offset - begin
     if total > 64 << 20:
         log.info("store recovery: checking %s of commit log from offset %d", size_text(total), begin)
-    for item in cl.scan(begin, check_crc=store.config.check_crc_on_recover):
+    for item in cl.scan(begin, check_crc=parts.config.check_crc_on_recover):
         if item.kind == "msg":
             end = item.offset + item.size
             checked += 1
@@ -105,7 +118,7 @@ def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[in
                 progress.tick(end - begin, total, "of the commit log checked")
             if item.offset >= dispatch_from:
                 assert item.record is not None
-                store.dispatch_record(item.offset, item.record)
+                parts.pipeline.dispatch(request_from_record(item.offset, item.record))
                 dispatched += 1
         elif item.kind == "blank":
             end = item.offset + item.size
@@ -124,14 +137,13 @@ def _recover(store: "MessageStore", clean: bool, progress: Progress) -> tuple[in
         if cleared:
             log.warning("commit log: zeroed %d bytes of torn tail at offset %d", cleared, end)
     cl.queue.flushed_where = end
-    for cq in store.consume_queues.values():
+    for cq in parts.consume_queues.values():
         if cq.max_physic_offset > end:
             cq.truncate_dirty(end)
-    store.index.truncate(end)
+    parts.index.truncate(end)
     min_phy = cl.min_offset
-    for (topic, qid), cq in store.consume_queues.items():
+    for (topic, qid), cq in parts.consume_queues.items():
         cq.correct_min_offset(min_phy)
         cq.queue.flushed_where = cq.queue.max_offset
         cl.topic_queue_table[(topic, qid)] = cq.max_offset
-    store.dirty_cqs.update(store.consume_queues.values())
     return checked, dispatched, end

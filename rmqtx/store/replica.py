@@ -14,6 +14,7 @@ from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSAC
 
 from . import record as R
 from .consume_queue import ConsumeQueue
+from .dispatch_request import request_from_record
 
 if TYPE_CHECKING:
     from .message_store import MessageStore
@@ -128,7 +129,7 @@ class ReplicaAppender:
             except R.RecordError as e:
                 log.error("replica: undecodable record at %d: %s", self.dispatched, e)
                 break
-            store.dispatch_record(self.dispatched, rec)
+            store.pipeline.dispatch(request_from_record(self.dispatched, rec))
             if (rec.sys_flag & TRANSACTION_MASK) not in _NO_QUEUE:
                 key = (rec.topic, rec.queue_id)
                 store.commitlog.topic_queue_table[key] = rec.queue_offset + 1

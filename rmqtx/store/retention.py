@@ -4,12 +4,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from twisted.internet.task import LoopingCall
 
-if TYPE_CHECKING:
-    from .message_store import MessageStore
+from .commitlog import CommitLog
+from .config import StoreConfig
+from .consume_queue import ConsumeQueue
+from .index import IndexService
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,15 @@ def disk_used_ratio(path: str) -> float:
 class RetentionService:
     """Java's CleanCommitLogService + CleanConsumeQueueService, run every cleanResourceInterval."""
 
-    def __init__(self, store: "MessageStore") -> None:
-        self.store = store
+    def __init__(self, config: StoreConfig, clock: Callable[[], float], commitlog: CommitLog,
+                 consume_queues: dict[tuple[str, int], ConsumeQueue], index: IndexService,
+                 disk_full: Callable[[bool], None]) -> None:
+        self.config = config
+        self.clock = clock
+        self.commitlog = commitlog
+        self.consume_queues = consume_queues
+        self.index = index
+        self.disk_full = disk_full  # told after each look at the disk: whether puts must be refused
         self.disk_usage: Callable[[str], float] = disk_used_ratio  # replaceable in tests
         self._last_min_phy = -1
         self._loop: LoopingCall | None = None
@@ -40,7 +49,7 @@ class RetentionService:
     def start(self, reactor: Any) -> None:
         self._loop = LoopingCall(self.run)
         self._loop.clock = reactor
-        self._loop.start(self.store.config.clean_resource_interval / 1000.0, now=False).addErrback(
+        self._loop.start(self.config.clean_resource_interval / 1000.0, now=False).addErrback(
             lambda f: log.error("retention loop died: %s", f))
 
     def stop(self) -> None:
@@ -49,8 +58,8 @@ class RetentionService:
         self._loop = None
 
     def _is_time_to_delete(self) -> bool:
-        hour = time.localtime(self.store.clock()).tm_hour
-        for part in self.store.config.delete_when.split(";"):
+        hour = time.localtime(self.clock()).tm_hour
+        for part in self.config.delete_when.split(";"):
             part = part.strip()
             if part.isdigit() and int(part) == hour:
                 return True
@@ -62,19 +71,19 @@ class RetentionService:
         self._clean_logics()
 
     def _clean_commit_log(self, manual: bool) -> int:
-        store = self.store
-        cfg = store.config
-        ratio = self.disk_usage(cfg.commit_log_dir if os.path.isdir(cfg.commit_log_dir) else store.root)
-        store.disk_full = ratio > WARNING_LEVEL_RATIO
-        if store.disk_full:
+        cfg = self.config
+        ratio = self.disk_usage(cfg.commit_log_dir if os.path.isdir(cfg.commit_log_dir) else cfg.store_path_root_dir)
+        full = ratio > WARNING_LEVEL_RATIO
+        self.disk_full(full)
+        if full:
             log.error("disk used ratio %.2f above %.2f: refusing puts", ratio, WARNING_LEVEL_RATIO)
         at_once = ratio > CLEAN_FORCIBLY_RATIO
         space = ratio < 0 or ratio > cfg.disk_max_used_space_ratio / 100.0
         if not (manual or space or self._is_time_to_delete()):
             return 0
-        q = store.commitlog.queue
+        q = self.commitlog.queue
         expire_s = cfg.file_reserved_time * 3600
-        now = store.clock()
+        now = self.clock()
         count = 0
         for mf in q.files[:-1]:
             if count >= DELETE_FILES_BATCH_MAX or mf.end_offset > q.flushed_where:
@@ -88,11 +97,10 @@ class RetentionService:
         return count
 
     def _clean_logics(self) -> None:
-        store = self.store
-        min_phy = store.commitlog.min_offset
+        min_phy = self.commitlog.min_offset
         if min_phy <= self._last_min_phy:
             return
         self._last_min_phy = min_phy
-        for cq in store.consume_queues.values():
+        for cq in self.consume_queues.values():
             cq.delete_expired(min_phy)
-        store.index.delete_expired(min_phy)
+        self.index.delete_expired(min_phy)

@@ -66,7 +66,14 @@ class Load:
         self.stopping = asyncio.Event()
 
     def _meta(self, i: int) -> tuple[tuple[str, str], ...]:
-        return (("x-mq-client-id", f"load-{os.getpid()}-{i}"), ("x-mq-client-version", "5.0.0"))
+        """A 5.x SDK's headers (Apache's proxy refuses a client that names no language)."""
+        return (("x-mq-client-id", f"load-{os.getpid()}-{i}"), ("x-mq-language", "PYTHON"),
+                ("x-mq-client-version", "5.0.6"), ("x-mq-protocol", "v2"))
+
+    def _consumer(self, i: int) -> int:
+        """The client a receive belongs to: one SimpleConsumer per connection, each with many receives in
+        flight, as an SDK client has (its Telemetry settings come first, as the SDK sends them)."""
+        return 3000 + i % CHANNELS
 
     # -- the parked calls -------------------------------------------------------------------------
     async def _receiver(self, i: int) -> None:
@@ -81,7 +88,8 @@ class Load:
         while not self.stopping.is_set():
             got = []
             try:
-                async for response in stub.ReceiveMessage(request, metadata=self._meta(i), timeout=POLL_S + 5):
+                async for response in stub.ReceiveMessage(request, metadata=self._meta(self._consumer(i)),
+                                                          timeout=POLL_S + 5):
                     which = response.WhichOneof("content")
                     if which == "status" and response.status.code not in (d.Code.OK, d.Code.MESSAGE_NOT_FOUND):
                         self.figures.receive_errors.append(d.Code.Name(response.status.code))
@@ -99,20 +107,31 @@ class Load:
                                              receipt_handle=m.system_properties.receipt_handle) for m in got]
                 await self._control("AckMessage", stub.AckMessage(
                     s.AckMessageRequest(group=d.Resource(name=self.group), topic=d.Resource(name=self.topic),
-                                        entries=entries), metadata=self._meta(i), timeout=self.deadline_s))
+                                        entries=entries), metadata=self._meta(self._consumer(i)),
+                    timeout=self.deadline_s))
 
-    async def _stream(self, i: int, opened: asyncio.Queue) -> None:
-        """A Telemetry stream: settings sent, the answer read, then held open until the run stops."""
+    async def _stream(self, i: int, opened: asyncio.Queue, consumer: int | None = None) -> None:
+        """A Telemetry stream: settings sent, the answer read, then held open until the run stops; a
+        producer's, or with ``consumer`` that SimpleConsumer's (its receives then follow)."""
         d, s = self.d, self.s
-        call = self.stubs[i % CHANNELS].Telemetry(metadata=self._meta(1000 + i))
-        settings = d.Settings(client_type=d.ClientType.PRODUCER,
-                              publishing=d.Publishing(topics=[d.Resource(name=self.topic)]))
+        ua = d.UA(language=d.Language.PYTHON, version="5.0.6")
+        if consumer is None:
+            call = self.stubs[i % CHANNELS].Telemetry(metadata=self._meta(1000 + i))
+            settings = d.Settings(client_type=d.ClientType.PRODUCER, user_agent=ua,
+                                  publishing=d.Publishing(topics=[d.Resource(name=self.topic)]))
+        else:
+            call = self.stubs[consumer % CHANNELS].Telemetry(metadata=self._meta(consumer))
+            expression = d.FilterExpression(type=d.FilterType.TAG, expression="*")
+            settings = d.Settings(client_type=d.ClientType.SIMPLE_CONSUMER, user_agent=ua, subscription=d.Subscription(
+                group=d.Resource(name=self.group),
+                subscriptions=[d.SubscriptionEntry(topic=d.Resource(name=self.topic), expression=expression)]))
+            settings.subscription.long_polling_timeout.FromSeconds(POLL_S)
         settings.request_timeout.FromSeconds(3)
         try:
             await call.write(s.TelemetryCommand(settings=settings))
             reply = await asyncio.wait_for(call.read(), 30)
             if reply is not self.grpc.aio.EOF and reply.HasField("settings") and reply.status.code == d.Code.OK:
-                self.figures.telemetry_settings += 1
+                self.figures.telemetry_settings += consumer is None
         except (self.grpc.aio.AioRpcError, asyncio.TimeoutError) as exc:
             self.figures.failures.append(f"Telemetry: {exc!r}"[:200])
         finally:
@@ -135,7 +154,8 @@ class Load:
 
     async def _producer(self, worker: int, count: int) -> None:
         d, s = self.d, self.s
-        stub, meta, timeout = self.stubs[worker % CHANNELS], self._meta(2000 + worker), self.deadline_s
+        # a producer is the client of one of the Telemetry streams (its settings sent), as an SDK producer is
+        stub, meta, timeout = self.stubs[worker % CHANNELS], self._meta(1000 + worker % max(1, self.streams)), self.deadline_s
         for n in range(count):
             if self.figures.failures:  # starved already: say so now rather than after count deadlines
                 return
@@ -170,8 +190,10 @@ class Load:
         self.figures.threads_idle = proc_status(self.pid)["Threads"]
         sampler = asyncio.ensure_future(self._sample())
         opened: asyncio.Queue = asyncio.Queue()
+        consumers = sorted({self._consumer(i) for i in range(self.receivers)})
         parked = [asyncio.ensure_future(self._stream(i, opened)) for i in range(self.streams)]
-        for _ in range(self.streams):
+        parked += [asyncio.ensure_future(self._stream(c, opened, consumer=c)) for c in consumers]
+        for _ in range(self.streams + len(consumers)):
             await opened.get()
         parked += [asyncio.ensure_future(self._receiver(i)) for i in range(self.receivers)]
         await asyncio.sleep(settle_s)

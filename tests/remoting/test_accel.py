@@ -320,17 +320,18 @@ class SameScanResults(unittest.TestCase):
         raw = b"".join(cq.UNIT.pack(phy, size, tag) for phy, size, tag in units)
         mm = bytes(range(256)) * 20
         outs = []
+        (mem_n, mem_b), (disk_n, disk_b) = cq.batch_limits(max_count, max_bytes, memory_count, disk_bytes, disk_count)
         for fn in (C.scan_units, cq.scan_units_py):
             messages: list = [b"before"]
             qofs: list = [-1]
             got = fn(raw, start * cq.UNIT_SIZE // 2, len(raw), mm, mm_from, mm_wrote, 5000, memory, count, total * 1000,
-                     max_count, max_bytes, memory_count, disk_bytes, disk_count, tags, -(2**61), messages, qofs, 100)
+                     mem_n, mem_b, disk_n, disk_b, tags, -(2**61), messages, qofs, 100)
             outs.append((got, messages, qofs))
         self.assertEqual(outs[0], outs[1])
 
     def test_bad_arguments_are_refused(self) -> None:
         raw = cq.UNIT.pack(0, 10, 7)
         for tags, messages in ((frozenset(), None), ([7], [])):
-            args = (raw, 0, 20, b"x" * 20, 0, 20, 20, 100, 0, 0, 32, 1000, 31, 1000, 7, tags, -(2**61), messages, [], 0)
+            args = (raw, 0, 20, b"x" * 20, 0, 20, 20, 100, 0, 0, 32, 1000, 8, 1000, tags, -(2**61), messages, [], 0)
             with self.assertRaises(TypeError):
                 C.scan_units(*args)

@@ -7,7 +7,7 @@ import time
 
 from twisted.trial import unittest
 
-from rmqtx.store import GetStatus, MessageStore
+from rmqtx.store import GetStatus, MessageFilter, MessageStore
 from rmqtx.store.record import decode_record, java_hash
 from rmqtx.store.tools import verify
 
@@ -83,16 +83,19 @@ class ExtLayoutTest(unittest.TestCase):
         results = self._put(10)  # one consume queue file: a pull stops at its end
         seen = []
 
-        def cq_filter(tags_code, ext):
-            seen.append((tags_code, ext.store_time, ext.bitmap))
-            return ext.bitmap is not None
+        class WithBits(MessageFilter):
+            by_tags_only = False
 
-        r = self.store.get_message("T", 0, 0, 32, cq_filter=cq_filter)
+            def matches_unit(self, tags_code, ext):
+                seen.append((tags_code, ext.store_time, ext.bitmap))
+                return ext.bitmap is not None
+
+        r = self.store.get_message("T", 0, 0, 32, WithBits())
         self.assertEqual([decode_record(m).body for m in r.messages], [b"%d" % i for i in range(1, 10, 2)])
         self.assertEqual(seen, [(java_hash(f"Tag{i % 3}"), results[i].store_timestamp, BITMAP if i % 2 else None)
                                 for i in range(10)])
         want = java_hash("Tag0")
-        r = self.store.get_message("T", 0, 0, 32, tag_filter=lambda code: code == want)
+        r = self.store.get_message("T", 0, 0, 32, MessageFilter({want}))
         self.assertEqual([decode_record(m).body for m in r.messages], [b"0", b"3", b"6", b"9"])
 
     def test_restart_continues_after_last_unit(self) -> None:
@@ -107,11 +110,14 @@ class ExtLayoutTest(unittest.TestCase):
         self.assertEqual(len(ext), 18)
         self.assertTrue(verify(self.ts.root)["ok"])
         self.store = self.ts.store = self.ts.open()
-        def with_bits(tags_code, ext):
-            return ext.bitmap is not None
+        class WithBits(MessageFilter):
+            by_tags_only = False
 
-        r = self.store.get_message("T", 0, 0, 32, cq_filter=with_bits)
-        r2 = self.store.get_message("T", 0, r.next_begin_offset, 32, cq_filter=with_bits)
+            def matches_unit(self, tags_code, ext):
+                return ext.bitmap is not None
+
+        r = self.store.get_message("T", 0, 0, 32, WithBits())
+        r2 = self.store.get_message("T", 0, r.next_begin_offset, 32, WithBits())
         self.assertEqual(len(r.messages) + len(r2.messages), 9)
 
     def test_torn_commit_log_cuts_queue_and_ext_together(self) -> None:
@@ -144,7 +150,7 @@ class ExtLayoutTest(unittest.TestCase):
         mf = cq.ext.queue.find(addr - LONG_MIN)
         pos = addr - LONG_MIN - mf.from_offset
         mf.mm[pos:pos + 2] = b"\0\0"
-        r = self.store.get_message("T", 0, 0, 32, tag_filter=lambda code: False)
+        r = self.store.get_message("T", 0, 0, 32, MessageFilter(()))
         self.assertEqual([decode_record(m).body for m in r.messages], [b"1"])  # unknown tags code: Java lets it through
         self.store.flush.flush_all_now()
         self.assertEqual(verify(self.ts.root)["errors"], {"consumequeue_ext_unresolved": 1})
@@ -154,7 +160,7 @@ class ExtLayoutTest(unittest.TestCase):
         self.store.shutdown()
         self.store = self.ts.store = MessageStore(small_config(self.ts.root))
         self.store.load()
-        r = self.store.get_message("T", 0, 0, 32, tag_filter=lambda code: False)
+        r = self.store.get_message("T", 0, 0, 32, MessageFilter(()))
         self.assertEqual(len(r.messages), 3)
 
 
@@ -200,7 +206,7 @@ class ExtRetentionTest(unittest.TestCase):
         self.store.wait_for_file_jobs()
         names = sorted(os.listdir(os.path.join(self.ts.root, "consumequeue_ext", "R", "0")))
         self.assertEqual(names[0], os.path.basename(files[0].path))
-        r = self.store.get_message("R", 0, lo, 32, tag_filter=lambda code: code == java_hash("TagA"))
+        r = self.store.get_message("R", 0, lo, 32, MessageFilter({java_hash("TagA")}))
         self.assertEqual(r.status, GetStatus.FOUND)
         self.store.shutdown()
         self.assertTrue(verify(self.ts.root)["ok"])

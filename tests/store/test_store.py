@@ -10,7 +10,7 @@ import time
 from twisted.internet import defer, reactor, task
 from twisted.trial import unittest
 
-from rmqtx.store import (BatchToStore, GetStatus, MessageStore, PutStatus, StoreLockedError)
+from rmqtx.store import (BatchToStore, GetStatus, MessageFilter, MessageStore, PutStatus, StoreLockedError)
 from rmqtx.store import mapped_file
 from rmqtx.store.record import decode_record, encode_batch_body, java_hash
 
@@ -131,11 +131,18 @@ class WriteReadTest(unittest.TestCase):
         for i in range(6):
             put_sync(self.store, msg("F", 0, b"%d" % i, tags="A" if i % 3 == 0 else "B"))
         want = java_hash("A")
-        r = self.store.get_message("F", 0, 0, 32, tag_filter=lambda code: code == want)
-        self.assertEqual([decode_record(m).body for m in r.messages], [b"0", b"3"])
-        self.assertEqual(r.next_begin_offset, 6)
-        r = self.store.get_message("F", 0, 4, 32, tag_filter=lambda code: code == want)
-        self.assertEqual((r.status, r.next_begin_offset), (GetStatus.NO_MATCHED_MESSAGE, 6))
+
+        class Slow(MessageFilter):
+            """The same question, asked unit by unit (get_message's general loop, not the scan)."""
+            by_tags_only = False
+
+        for f in (MessageFilter({want}), Slow({want})):
+            r = self.store.get_message("F", 0, 0, 32, f)
+            self.assertEqual([decode_record(m).body for m in r.messages], [b"0", b"3"], f)
+            self.assertEqual(r.next_begin_offset, 6)
+            r = self.store.get_message("F", 0, 4, 32, f)
+            self.assertEqual((r.status, r.next_begin_offset), (GetStatus.NO_MATCHED_MESSAGE, 6))
+        self.assertEqual(len(self.store.get_message("F", 0, 0, 32, MessageFilter()).messages), 6)
 
     def test_batch(self) -> None:
         put_sync(self.store, msg("B", 2, b"first"))

@@ -169,12 +169,12 @@ class PopProcessor:
         if room <= 0:
             popped.rest += max(store.get_max_offset_in_queue(topic, queue_id) - offset, 0)
             return
-        tag_filter = sub.tag_filter() if sub is not None else None
-        got = store.get_message(topic, queue_id, offset, room, tag_filter)
+        message_filter = sub.message_filter() if sub is not None else None
+        got = store.get_message(topic, queue_id, offset, room, message_filter)
         if got.status in _RESET:
             offset = got.next_begin_offset
             ctx.offsets.commit(group, topic, queue_id, offset)
-            got = store.get_message(topic, queue_id, offset, room, tag_filter)
+            got = store.get_message(topic, queue_id, offset, room, message_filter)
         if expression is not None and got.status is GetStatus.FOUND:
             kept = {id(raw): q for raw, q in zip(got.messages, got.queue_offsets)}
             _keep_matching(got, expression)

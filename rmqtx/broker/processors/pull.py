@@ -115,7 +115,8 @@ class PullProcessor:
         sub, error = self._subscription(request, header)
         if error is not None:
             return error
-        expression = cq_filter = None
+        expression = None
+        message_filter = sub.message_filter()
         if not sub.is_tag_type:
             if not ctx.config.enablePropertyFilter:
                 return request.make_response(
@@ -126,9 +127,9 @@ class PullProcessor:
             except FilterSyntaxError as exc:
                 return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
             if not header.sysFlag & FLAG_SUBSCRIPTION:  # bit maps hold registered groups only, as in Java
-                cq_filter = ctx.filters.cq_filter(header.topic, header.consumerGroup, sub.subString)
+                message_filter = ctx.filters.cq_filter(header.topic, header.consumerGroup, sub.subString)
         result: GetResult = ctx.store.get_message(
-            header.topic, header.queueId, header.queueOffset, header.maxMsgNums, sub.tag_filter(), cq_filter=cq_filter
+            header.topic, header.queueId, header.queueOffset, header.maxMsgNums, message_filter
         )
         if expression is not None and result.status is GetStatus.FOUND:
             ctx.filters.evaluations += len(result.messages)
