@@ -1,5 +1,10 @@
 """Long polling for POP_MESSAGE: a pop that found nothing waits for an arrival on its topic (one
-queue or all), its pop retry topic, or an orderly unlock, until its poll time is up."""
+queue or all), its pop retry topic, or an orderly unlock, until its poll time is up.
+
+An arrival wakes one held pop of each consumer group, as Apache's PopLongPollingService does, not
+every pop held on the topic: with a thousand receives parked, waking all of them for each message
+re-ran a thousand pops per message on the reactor. A woken pop that takes messages wakes the group's
+next one in turn, so what it left behind is not left waiting for the next arrival."""
 
 from __future__ import annotations
 
@@ -20,6 +25,8 @@ class _HeldPop:
     watches: dict[str, int]  # topic -> queue id (-1: any)
     retry: Retry
     waiter: "defer.Deferred[RemotingCommand | None]"
+    group: str = ""  # the consumer group ("": woken by every arrival)
+    woken_by: tuple[str, int] | None = None  # the (topic, queue id) whose arrival woke it last
     timer: IDelayedCall | None = None
     busy: bool = False
     done: bool = False
@@ -35,8 +42,9 @@ class PopHoldService:
     def full(self) -> bool:
         return self.count >= self.max_held
 
-    def hold(self, watches: dict[str, int], timeout_s: float, retry: Retry) -> "defer.Deferred[RemotingCommand | None]":
-        held = _HeldPop(watches, retry, defer.Deferred())
+    def hold(self, watches: dict[str, int], timeout_s: float, retry: Retry,
+             group: str = "") -> "defer.Deferred[RemotingCommand | None]":
+        held = _HeldPop(watches, retry, defer.Deferred(), group)
         for topic in watches:
             self.by_topic.setdefault(topic, []).append(held)
         self.count += 1
@@ -69,6 +77,8 @@ class PopHoldService:
             if answer is not None or final:
                 self._remove(held)
                 held.waiter.callback(answer)
+                if answer is not None and not final and held.woken_by is not None:
+                    self.notify(*held.woken_by)  # more may be left: the group's next pop looks
 
         def failed(failure) -> None:
             held.busy = False
@@ -79,11 +89,17 @@ class PopHoldService:
         held.retry(final).addCallbacks(answered, failed)
 
     def notify(self, topic: str, queue_id: int) -> None:
-        """Something to pop may be there now (arrival, re-put, orderly unlock): wake those watching it."""
+        """Something to pop may be there now (arrival, re-put, orderly unlock): wake the first idle held
+        pop of each group watching it (every one of those held without a group)."""
+        woken: set[str] = set()
         for held in list(self.by_topic.get(topic, ())):
             wanted = held.watches.get(topic, -1)
-            if wanted < 0 or wanted == queue_id:
-                self._run(held, False)
+            if held.busy or held.done or (wanted >= 0 and wanted != queue_id) or held.group in woken:
+                continue
+            if held.group:
+                woken.add(held.group)
+            held.woken_by = (topic, queue_id)
+            self._run(held, False)
 
     def held_on(self, topic: str, queue_id: int) -> int:
         """How many held requests watch this queue (POLLING_INFO)."""

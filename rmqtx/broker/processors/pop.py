@@ -257,4 +257,4 @@ class PopProcessor:
 
             return d.addCallback(shaped)
 
-        return self.pop.holds.hold(watches, max(left_ms, 0) / 1000, retry)
+        return self.pop.holds.hold(watches, max(left_ms, 0) / 1000, retry, header.consumerGroup)

@@ -143,7 +143,7 @@ class PeekProcessor:
             return defer.succeed(answer(has) if has or final else None)
 
         left_ms = h.bornTime + h.pollTime - now_ms()
-        return ctx.pop.holds.hold(watches, max(left_ms, 0) / 1000, retry)
+        return ctx.pop.holds.hold(watches, max(left_ms, 0) / 1000, retry, h.consumerGroup)
 
     # -- polling info ---------------------------------------------------------------------------
     def polling_info(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
