@@ -41,6 +41,15 @@ def grpc_standalone(*, by_option: bool = False, **conf: str) -> Standalone:
     return server
 
 
+def stop_cleanly(server: Standalone) -> None:
+    """Stop and remove a test's standalone; an unclean shutdown fails the test, with the broker's log."""
+    clean = server.stop()
+    log = server.log()
+    server.close()
+    if not clean:
+        raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+
+
 def run_driver(params: dict, timeout: float = 60) -> list[dict]:
     proc = subprocess.run([py5_python(), str(DRIVER), json.dumps(params)], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO)
@@ -93,11 +102,7 @@ class GrpcServerTest(unittest.TestCase):
         self.server = grpc_standalone(**self.conf).start()
 
     def tearDown(self) -> None:
-        clean = self.server.stop()
-        log = self.server.log()
-        self.server.close()
-        if not clean:
-            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+        stop_cleanly(self.server)
 
     def _topic(self, name: str) -> str:
         topic = f"{self.topic_prefix}_{name}_{int(time.time() * 1000) % 10**8}"

@@ -13,7 +13,7 @@ import time
 import unittest
 from typing import Any
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue, run_driver
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue, run_driver, stop_cleanly
 from tests.ha.harness import Sender
 
 METADATA = (("x-mq-client-id", "rmqtx-checks@1"),)
@@ -54,11 +54,7 @@ class _Endpoint(unittest.TestCase):
 
     def tearDown(self) -> None:
         self.channel.close()
-        clean = self.server.stop()
-        log = self.server.log()
-        self.server.close()
-        if not clean:
-            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+        stop_cleanly(self.server)
 
     def code(self, name: str) -> int:
         return self.d.Code.Value(name)

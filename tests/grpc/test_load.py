@@ -11,7 +11,7 @@ import time
 import unittest
 
 from tests.grpc.load import Figures, Load
-from tests.grpc.py5 import PY5_VENV, grpc_standalone
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, stop_cleanly
 
 RECEIVERS = 300
 STREAMS = 50
@@ -29,11 +29,7 @@ class LoadTest(unittest.TestCase):
         self.server.create_topic(self.topic, 4)
 
     def tearDown(self) -> None:
-        clean = self.server.stop()
-        log = self.server.log()
-        self.server.close()
-        if not clean:
-            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+        stop_cleanly(self.server)
 
     def test_parked_calls_do_not_starve_the_rest(self) -> None:
         started = time.monotonic()

@@ -9,7 +9,7 @@ import threading
 import time
 import unittest
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue
+from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue, stop_cleanly
 from tests.ha.harness import Sender
 
 METADATA = (("x-mq-client-id", "rmqtx-test@1"),)
@@ -30,11 +30,7 @@ class StatusCodeTest(unittest.TestCase):
 
     def tearDown(self) -> None:
         self.channel.close()
-        clean = self.server.stop()
-        log = self.server.log()
-        self.server.close()
-        if not clean:
-            raise AssertionError(f"standalone with gRPC did not shut down cleanly\n{log}")
+        stop_cleanly(self.server)
 
     def code(self, name: str) -> int:
         return self.d.Code.Value(name)
