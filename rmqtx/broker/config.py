@@ -10,6 +10,7 @@ from typing import Any
 
 from twisted.logger import Logger
 
+from rmqtx.common import unimplemented
 from rmqtx.common.properties import parse_bool
 from rmqtx.store.timer import KEYS as TIMER_KEYS
 
@@ -155,6 +156,7 @@ class BrokerConfig:
         A key no RocketMQ broker knows is warned about (with the closest known key) and dropped, so
         GET_BROKER_CONFIG never shows it as a setting. Java keys rmqtx has no use for are kept.
         """
+        unimplemented.refuse(props, unimplemented.BROKER, "broker.conf")
         config = cls()
         kinds = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "properties"}
         known = known_keys()
@@ -206,7 +208,8 @@ def known_keys() -> frozenset[str]:
 
         fields = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "properties"}
         _KNOWN = frozenset(fields | STORE_KEYS | EXTRA_KEYS | set(java_defaults(10911))
-                           | set(StoreConfig().to_properties()) | {f.name for f in dataclasses.fields(PopSettings)})
+                           | set(StoreConfig().to_properties()) | {f.name for f in dataclasses.fields(PopSettings)}
+                           | unimplemented.BROKER_COMPANION_KEYS)
     return _KNOWN
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from twisted.logger import Logger
 
+from rmqtx.common import unimplemented
+
 log = Logger(namespace="rmqtx.namesrv.config")
 
 #: Keys UPDATE_NAMESRV_CONFIG may change at run time (when enabled at all). Nothing that names a
@@ -46,6 +48,7 @@ class NamesrvConfig:
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> "NamesrvConfig":
         """Build from ``key=value`` properties; unknown keys are logged and ignored."""
+        unimplemented.refuse(props, unimplemented.NAMESRV, "namesrv.conf")
         config = cls()
         config.apply(props, log_unknown=True)
         return config

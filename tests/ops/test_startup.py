@@ -116,6 +116,39 @@ class StartupFailureTest(unittest.TestCase):
         proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
         self.assertOneLine(proc, "grpcPort='80a' is not a port number")
 
+    def test_acl_2_settings_stop_start_up(self) -> None:
+        """Apache 5.x's ACL 2.0 switches would leave an rmqtx broker open if ignored: each stops start-up."""
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text("authenticationEnabled=true\nauthorizationEnabled=true\n"
+                        "authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider\n"
+                        "initAuthenticationUser={\"username\":\"rocketmq\",\"password\":\"12345678\"}\n")
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, "broker.conf: authenticationEnabled=true asks for ACL 2.0 (RocketMQ 5.3+ users and "
+                                 "policies): the broker would accept every client unchecked, which rmqtx does not "
+                                 "implement; remove the key to start")
+        conf.write_text("authorizationEnabled=true\n")
+        proc = self.scratch.run(["rmqbroker", "-c", str(conf), "-p", str(self.scratch.broker_port)])
+        self.assertOneLine(proc, "broker.conf: authorizationEnabled=true asks for ACL 2.0 (RocketMQ 5.3+ users and "
+                                 "policies): the broker would allow every request, which rmqtx does not implement; "
+                                 "remove the key to start")
+
+    def test_failover_and_replica_settings_stop_start_up(self) -> None:
+        conf = self.scratch.dir / "broker.conf"
+        for line, what in (("enableControllerMode=true", "controller mode (5.x automatic master failover)"),
+                           ("enableDLegerCommitLog=true", "DLedger commit log mode"),
+                           ("inSyncReplicas=3", "a SYNC_MASTER waiting for more than one slave"),
+                           ("storeType=defaultRocksDB",
+                            "a consume queue store other than the file store (storeType=default)")):
+            conf.write_text(line + "\n")
+            proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+            self.assertOneLine(proc, f"broker.conf: {line} asks for {what}, which rmqtx does not implement; "
+                                     "remove the key to start")
+        namesrv_conf = self.scratch.dir / "namesrv.conf"
+        namesrv_conf.write_text("enableControllerInNamesrv=true\n")
+        proc = self.scratch.run(["rmqnamesrv", "-c", str(namesrv_conf), "-p", str(self.scratch.namesrv_port)])
+        self.assertOneLine(proc, "namesrv.conf: enableControllerInNamesrv=true asks for a controller embedded in the "
+                                 "NameServer (controller mode), which rmqtx does not implement; remove the key to start")
+
 
 class ForegroundRunTest(unittest.TestCase):
     def test_no_pid_file_in_the_working_directory(self) -> None:
@@ -149,6 +182,19 @@ class MisspeltKeyTest(unittest.TestCase):
         settings = dict(line.split("=", 1) for line in resp.body.decode().splitlines())
         self.assertNotIn("autoCreateTopicEnabel", settings)
         self.assertEqual(settings["autoCreateTopicEnable"], "true")
+        self.assertTrue(server.stop())
+
+    def test_5x_keys_at_their_defaults_are_accepted_quietly(self) -> None:
+        """The same 5.x keys with their features off start as on Apache's brokers, without a warning."""
+        server = Standalone({"authenticationEnabled": "false", "authorizationEnabled": "false",
+                             "enableControllerMode": "false", "storeType": "default", "inSyncReplicas": "1",
+                             "authenticationProvider": "x.DefaultAuthenticationProvider"})
+        self.addCleanup(server.close)
+        server.start()
+        self.assertNotIn("is not a RocketMQ broker setting", server.log())
+        resp = call(server.broker, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG, {}))
+        settings = dict(line.split("=", 1) for line in resp.body.decode().splitlines())
+        self.assertEqual(settings["authenticationEnabled"], "false")
         self.assertTrue(server.stop())
 
 
