@@ -6,11 +6,11 @@ from __future__ import annotations
 import zlib
 from typing import Any
 
-import orjson
 from twisted.internet import defer, task
 from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 
+from rmqtx.common import fastjson
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
@@ -40,7 +40,8 @@ class NamesrvRegistrar:
         self.on_registered: list = []
 
     def _body(self) -> bytes:
-        return orjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.to_json()})
+        """RegisterBrokerBody in fastjson's bytes, as Java's broker sends it (its topic table in bucket order)."""
+        return fastjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.wire_json()})
 
     def _register_request(self, oneway: bool) -> RemotingCommand:
         body = self._body()

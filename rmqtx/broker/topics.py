@@ -8,6 +8,7 @@ from pathlib import Path
 from twisted.logger import Logger
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
+from rmqtx.common.fastjson import JavaMap, table_capacity
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import (
     BENCHMARK_TOPIC,
@@ -22,6 +23,8 @@ from rmqtx.common.topics import (
 )
 
 log = Logger(namespace="rmqtx.broker.topics")
+#: Java's TopicConfigManager table: ``new ConcurrentHashMap<>(1024)``, 2048 buckets (grown at 3/4 full).
+TOPIC_TABLE_CAPACITY = 2048
 
 class DataVersion:
     """Counter + timestamp that tells NameServers whether the topic table changed."""
@@ -85,6 +88,12 @@ class TopicConfigManager:
             "dataVersion": self.data_version.to_json(),
             "topicConfigTable": {name: tc.to_json() for name, tc in self.table.items()},
         }
+
+    def wire_json(self) -> dict:
+        """TopicConfigSerializeWrapper as Java's fastjson writes it: the table in its bucket order."""
+        capacity = table_capacity(len(self.table), TOPIC_TABLE_CAPACITY)
+        table = JavaMap(((name, tc.to_json()) for name, tc in self.table.items()), capacity=capacity)
+        return {"dataVersion": self.data_version.to_json(), "topicConfigTable": table}
 
     def persist(self):
         return self.file.save(self.to_json())

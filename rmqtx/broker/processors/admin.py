@@ -6,7 +6,7 @@ from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import is_system_topic, mq_map, ok, system_topics, topic_remark
 from rmqtx.broker.processors.admin_headers import GetTopicConfigRequestHeader
 from rmqtx.common import fastjson
-from rmqtx.common.fastjson import JavaMap, JavaSet
+from rmqtx.common.fastjson import JavaSet
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rmqtx.remoting.codes import RequestCode, ResponseCode
@@ -14,14 +14,10 @@ from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CreateTopicRequestHeader, TopicRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 
-#: Java's TopicConfigManager table: ``new ConcurrentHashMap<>(1024)``, 2048 buckets.
-TOPIC_TABLE_CAPACITY = 2048
-
 
 def topic_table_json(ctx: BrokerContext) -> dict:
     """TopicConfigSerializeWrapper as Java encodes it (GET_ALL_TOPIC_CONFIG)."""
-    table = JavaMap(((name, tc.to_json()) for name, tc in ctx.topics.table.items()), capacity=TOPIC_TABLE_CAPACITY)
-    return {"dataVersion": ctx.topics.data_version.to_json(), "topicConfigTable": table}
+    return ctx.topics.wire_json()
 
 
 class TopicAdminProcessor:
