@@ -22,6 +22,7 @@ ALLOWED_IGNORES = {
     "tests/console_browser": "a real Chromium and a real Prometheus: once, in the trial env",
     "tests/cluster/test_java_cluster.py": "two broker groups driven by the Java client for a minute: once, in the trial env",
     "tests/cluster/test_mixed_cluster.py": "an Apache 4.9.8 broker group beside an rmqtx one: once, in the trial env",
+    "tests/cluster/test_apache_namesrv.py": "rmqtx broker groups under Apache 4.9.8 and 5.4.0 NameServers (two JVMs): once, in the trial env",
     "tests/pop/test_pop_java.py": "the Apache 5.3.3 Java client's pop calls in a JVM: once, in the trial env",
     "tests/spark_cluster": "a standalone Spark cluster (master, two workers) and an Apache broker group take minutes: once, in the trial env",
     "tests/ha/test_mixed_java.py": "master/slave pairs with the Apache 4.9.8 broker, kill -9 included, take two minutes: once, in the trial env",

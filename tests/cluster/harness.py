@@ -77,12 +77,16 @@ class TwoGroups:
     def __init__(self) -> None:
         self.tmp = tempfile.TemporaryDirectory(prefix="rmqtx-cluster-")
         self.root = Path(self.tmp.name)
-        self.namesrvs = [Namesrv(self.root, "ns1").start(), Namesrv(self.root, "ns2").start()]
+        self.namesrvs = self.make_namesrvs()
         self.procs: list[Proc] = list(self.namesrvs)
         self.clients: list[ClientProc] = []
         for ns in self.namesrvs:
-            wait_until(ns.ready, 30, f"NameServer {ns.name}")
+            wait_until(ns.ready, 90, f"NameServer {ns.name}")
         self.namesrv = ";".join(ns.addr for ns in self.namesrvs)
+
+    def make_namesrvs(self) -> list[Namesrv]:
+        """The two NameServers, started (rmqtx's; a subclass may bring others)."""
+        return [Namesrv(self.root, "ns1").start(), Namesrv(self.root, "ns2").start()]
 
     def rmqtx_broker(self, name: str, **conf: str) -> Broker:
         """An rmqtx broker group of one master; its store stays across kill and restart."""
