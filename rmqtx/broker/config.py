@@ -36,7 +36,7 @@ from rmqtx.store.timer import TimerConfig
 
 log = Logger(namespace="rmqtx.broker.config")
 
-#: Keys the store reads (it parses them itself from the same properties).
+#: Keys the store section (StoreConfig, TimerConfig) parses.
 STORE_KEYS = frozenset(
     {
         "storePathCommitLog",
@@ -70,7 +70,7 @@ STORE_KEYS = frozenset(
 
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
 GRPC_KEYS = GRPC_SETTING_KEYS  # grpcPort, grpcListenAddress and Apache's proxy limits (rmqtx.grpc.settings)
-#: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
+#: rmqtx's web console keys (the ``console`` section, rmqtx.console.config.ConsoleConfig).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
 #: Java 5.3's recall switches (the ``switches`` section).
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
