@@ -1,4 +1,15 @@
-"""Broker configuration from a ``broker.conf`` with RocketMQ's key names."""
+"""Broker configuration from a ``broker.conf`` with RocketMQ's key names.
+
+``BrokerConfig.from_properties`` reads the file's strings once, at start: the broker's own keys become
+typed fields, and every other part's keys become a typed, frozen section beside them (``store``, ``ha``,
+``grpc``, ``console``, ``tls``, ``pop``, ``timer``, ``switches``). A value that does not parse stops
+start-up there, in one line. Nothing re-reads the strings later; ``properties`` keeps them, read-only,
+only for GET_BROKER_CONFIG's listing.
+
+The config is frozen to plain assignment. ``update`` is the one place that changes it while the broker
+runs (UPDATE_BROKER_CONFIG's ``RUNTIME_KEYS``, the port an ephemeral listen took, the HA port a master
+bound); each change replaces a whole value, so a part holding a section keeps a consistent one.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +17,26 @@ import dataclasses
 import difflib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping
 
 from twisted.logger import Logger
 
+from rmqtx.broker.ha.settings import HASettings
+from rmqtx.broker.pop.settings import PopSettings
 from rmqtx.common import unimplemented
-from rmqtx.common.properties import parse_bool
+from rmqtx.common.properties import bool_setting, parse_bool
+from rmqtx.console.config import ConsoleConfig
+from rmqtx.grpc.settings import KEYS as GRPC_SETTING_KEYS
+from rmqtx.grpc.settings import GrpcSettings
+from rmqtx.remoting.tls import TlsSettings
+from rmqtx.store.config import StoreConfig
 from rmqtx.store.timer import KEYS as TIMER_KEYS
+from rmqtx.store.timer import TimerConfig
 
 log = Logger(namespace="rmqtx.broker.config")
 
-#: Keys the store reads (it parses them itself from the same properties).
+#: Keys the store section (StoreConfig, TimerConfig) parses.
 STORE_KEYS = frozenset(
     {
         "storePathCommitLog",
@@ -49,20 +69,59 @@ STORE_KEYS = frozenset(
 ) | TIMER_KEYS
 
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
-GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"}) | frozenset(  # and Apache's proxy limits (rmqtx.grpc.backend)
-    {"minInvisibleTimeMillsForRecv", "maxInvisibleTimeMills", "maxUserPropertySize", "userPropertyMaxNum"})
-#: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
+GRPC_KEYS = GRPC_SETTING_KEYS  # grpcPort, grpcListenAddress and Apache's proxy limits (rmqtx.grpc.settings)
+#: rmqtx's web console keys (the ``console`` section, rmqtx.console.config.ConsoleConfig).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
-#: Java 5.3's recall switches (rmqtx.broker.processors.recall reads them from the properties).
+#: Java 5.3's recall switches (the ``switches`` section).
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
                         "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS
+#: The broker fields UPDATE_BROKER_CONFIG may change: each is read on every use, so a change is both
+#: safe and effective at once.
+RUNTIME_KEYS = frozenset(
+    {
+        "brokerPermission",
+        "autoCreateTopicEnable",
+        "autoCreateSubscriptionGroup",
+        "defaultTopicQueueNums",
+        "longPollingEnable",
+        "shortPollingTimeMills",
+        "rejectTransactionMessage",
+        "traceOn",
+        "enablePropertyFilter",
+        "forceRegister",
+        "regionId",
+    }
+)
+#: What ``BrokerConfig.update`` may replace: those, the port an ephemeral listen took, the HA section.
+_UPDATABLE = RUNTIME_KEYS | {"listenPort", "ha"}
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
+class BrokerSwitches:
+    """5.x switches that 4.9.8's GET_BROKER_CONFIG does not list unless broker.conf sets them."""
+
+    lite_pull_message_enable: bool = True  # litePullMessageEnable
+    recall_message_enable: bool = False  # recallMessageEnable
+    allow_recall_when_broker_not_writeable: bool = True  # allowRecallWhenBrokerNotWriteable
+    enable_update_broker_config: bool = False  # enableUpdateBrokerConfig (rmqtx: UPDATE_BROKER_CONFIG is off)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "BrokerSwitches":
+        return cls(bool_setting(props, "litePullMessageEnable", True), bool_setting(props, "recallMessageEnable", False),
+                   bool_setting(props, "allowRecallWhenBrokerNotWriteable", True),
+                   bool_setting(props, "enableUpdateBrokerConfig", False))
+
+
+def _section(**kwargs: Any) -> Any:
+    """A settings section: built from the fields and ``properties`` after init, never a constructor argument."""
+    return field(init=False, repr=False, compare=False, metadata={"section": True}, **kwargs)
+
+
+@dataclass(frozen=True, eq=False)
 class BrokerConfig:
-    """What the broker itself reads; field names are RocketMQ's keys."""
+    """What the broker itself reads (field names are RocketMQ's keys) and every part's settings section."""
 
     brokerClusterName: str = "DefaultCluster"
     brokerName: str = "broker-a"
@@ -112,8 +171,58 @@ class BrokerConfig:
     aclEnable: bool = False
     #: rmqtx key: where plain_acl.yml is; empty means $ROCKETMQ_HOME/conf/plain_acl.yml as Java.
     aclFilePath: str = ""
-    #: Everything read from the file, for the store and for GET_BROKER_CONFIG.
-    properties: dict[str, str] = field(default_factory=dict)
+    #: Everything read from the file, as given (read-only): the sections' source and GET_BROKER_CONFIG's listing.
+    properties: Mapping[str, str] = field(default_factory=dict)
+
+    store: StoreConfig = _section()
+    ha: HASettings = _section()
+    grpc: GrpcSettings = _section()
+    console: ConsoleConfig = _section()
+    tls: TlsSettings = _section()
+    pop: PopSettings = _section()
+    timer: TimerConfig = _section()
+    switches: BrokerSwitches = _section()
+
+    def __post_init__(self) -> None:
+        """Check the role and parse each section; a value that does not parse raises ValueError."""
+        role = self.brokerRole.strip().upper()
+        if role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            raise ValueError(f"broker.conf: brokerRole={self.brokerRole!r} is not ASYNC_MASTER, SYNC_MASTER or SLAVE")
+        if role == "SLAVE" and self.brokerId <= 0:
+            raise ValueError("Slave's brokerId must be > 0")
+        init = object.__setattr__  # frozen: the one-time set-up of derived values
+        init(self, "brokerRole", role)
+        if role != "SLAVE":
+            init(self, "brokerId", 0)
+        props = MappingProxyType(dict(self.properties))
+        init(self, "properties", props)
+        store = StoreConfig.from_properties(self.store_properties())
+        init(self, "store", store)
+        init(self, "ha", HASettings.from_store(store))
+        init(self, "grpc", GrpcSettings.from_properties(props))
+        init(self, "console", ConsoleConfig.from_properties(props))
+        init(self, "tls", TlsSettings.from_properties(props))
+        init(self, "pop", PopSettings.from_properties(props))
+        init(self, "timer", TimerConfig.from_properties(props))
+        init(self, "switches", BrokerSwitches.from_properties(props))
+
+    def update(self, **changes: Any) -> None:
+        """The one run-time write: replace broker fields in ``RUNTIME_KEYS``, ``listenPort`` (the port an
+        ephemeral listen took) or the ``ha`` section (the port a master's HA listener bound).
+
+        Whole values are replaced, never changed in place; any other name raises AttributeError.
+        """
+        for name in changes:
+            if name not in _UPDATABLE:
+                raise AttributeError(f"{name} does not change while the broker runs")
+        for name, value in changes.items():
+            object.__setattr__(self, name, value)
+
+    def list_setting(self, key: str, text: str, *, replace: bool = True) -> None:
+        """Show ``key=text`` in GET_BROKER_CONFIG's listing (where the file had it, else last), as Java's
+        broker lists a value it found at run time; ``replace=False`` leaves a value the file gave."""
+        if replace or key not in self.properties:
+            object.__setattr__(self, "properties", MappingProxyType({**self.properties, key: text}))
 
     @property
     def broker_addr(self) -> str:
@@ -122,8 +231,7 @@ class BrokerConfig:
     @property
     def ha_listen_port(self) -> int:
         """haListenPort when broker.conf sets it (an rmqtx extension), else listenPort + 1 as Java forces."""
-        value = int(self.properties.get("haListenPort", "0").strip() or 0)
-        return value if value > 0 else self.listenPort + 1
+        return self.ha.listen_port or self.listenPort + 1
 
     @property
     def ha_server_addr(self) -> str:
@@ -134,16 +242,10 @@ class BrokerConfig:
         return self.brokerRole.strip().upper() == "SLAVE"
 
     def check_role(self) -> None:
-        """Java's BrokerStartup: masters are brokerId 0, a slave needs a brokerId above 0."""
-        role = self.brokerRole.strip().upper()
-        if role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
-            raise ValueError(f"broker.conf: brokerRole={self.brokerRole!r} is not ASYNC_MASTER, SYNC_MASTER or SLAVE")
-        self.brokerRole = role
-        if role == "SLAVE":
-            if self.brokerId <= 0:
-                raise ValueError("Slave's brokerId must be > 0")
-        else:
-            self.brokerId = 0
+        """Java's BrokerStartup: masters are brokerId 0, a slave needs a brokerId above 0. Checked (and the
+        role normalised) when the config is made; this says it again for callers that ask."""
+        if self.brokerRole not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE") or (self.is_slave and self.brokerId <= 0):
+            raise ValueError(f"broker.conf: brokerRole={self.brokerRole!r} with brokerId={self.brokerId}")
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -157,13 +259,13 @@ class BrokerConfig:
         GET_BROKER_CONFIG never shows it as a setting. Java keys rmqtx has no use for are kept.
         """
         unimplemented.refuse(props, unimplemented.BROKER, "broker.conf")
-        config = cls()
-        kinds = {f.name: f.type for f in dataclasses.fields(cls) if f.name != "properties"}
+        kinds = {f.name: f.type for f in _setting_fields()}
         known = known_keys()
         kept: dict[str, str] = {}
+        values: dict[str, Any] = {}
         for key, value in props.items():
             if key in kinds:
-                setattr(config, key, _convert(kinds[key], value, key))
+                values[key] = _convert(kinds[key], value, key)
             elif key.startswith("tls."):
                 pass
             elif key not in known:
@@ -174,8 +276,7 @@ class BrokerConfig:
             else:
                 check_value(key, value)
             kept[key] = value
-        config.properties = kept
-        return config
+        return cls(properties=kept, **values)
 
     def store_properties(self) -> dict[str, str]:
         """The keys the store reads, with the broker's own defaults filled in."""
@@ -191,7 +292,7 @@ class BrokerConfig:
 
     def as_properties(self) -> dict[str, str]:
         """Every setting as strings (GET_BROKER_CONFIG)."""
-        out = {f.name: _java_text(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name != "properties"}
+        out = {f.name: _java_text(getattr(self, f.name)) for f in _setting_fields()}
         for key, value in self.properties.items():
             if not key.startswith("tls."):  # Java keeps TLS settings (key passwords) out of the broker config
                 out.setdefault(key, value)
@@ -203,10 +304,8 @@ def known_keys() -> frozenset[str]:
     global _KNOWN
     if _KNOWN is None:
         from rmqtx.broker.java_settings import java_defaults
-        from rmqtx.broker.pop.settings import PopSettings
-        from rmqtx.store.config import StoreConfig
 
-        fields = {f.name for f in dataclasses.fields(BrokerConfig) if f.name != "properties"}
+        fields = {f.name for f in _setting_fields()}
         _KNOWN = frozenset(fields | STORE_KEYS | EXTRA_KEYS | set(java_defaults(10911))
                            | set(StoreConfig().to_properties()) | {f.name for f in dataclasses.fields(PopSettings)}
                            | unimplemented.BROKER_COMPANION_KEYS)
@@ -219,7 +318,6 @@ _KNOWN: frozenset[str] | None = None
 def check_value(key: str, value: str) -> None:
     """Refuse a value Java's default says is a boolean or a number when it is neither."""
     from rmqtx.broker.java_settings import FIXED_DEFAULTS
-    from rmqtx.store.config import StoreConfig
 
     default = FIXED_DEFAULTS.get(key)
     if default is None:
@@ -228,6 +326,11 @@ def check_value(key: str, value: str) -> None:
         _convert(bool, value, key)
     elif default is not None and default.lstrip("-").isdigit():
         _convert(int, value, key)
+
+
+def _setting_fields() -> list[dataclasses.Field]:
+    """BrokerConfig's own keys: its fields but the sections and the listing."""
+    return [f for f in dataclasses.fields(BrokerConfig) if f.init and f.name != "properties"]
 
 
 def _convert(kind: Any, value: str, key: str) -> Any:

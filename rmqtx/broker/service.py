@@ -25,7 +25,7 @@ from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.stats import BrokerStats
-from rmqtx.broker.timer import TimerMessageService, timer_config
+from rmqtx.broker.timer import TimerMessageService
 from rmqtx.broker.topics import TopicConfigManager
 from rmqtx.broker.transactions import TransactionService
 from rmqtx.console import ConsoleConfig, start_console
@@ -33,9 +33,8 @@ from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory, batch_writes
-from rmqtx.remoting.tls import TlsClientSettings, listening_factory
+from rmqtx.remoting.tls import listening_factory
 from rmqtx.startup import StartupError, listen_failure, missing_extra, os_failure
-from rmqtx.store.config import StoreConfig
 from rmqtx.store.mapped_file import StoreError
 from rmqtx.store.message_store import MessageStore
 
@@ -65,9 +64,9 @@ class BrokerService(service.Service):
         self.ctx: BrokerContext | None = None
         self._offset_flush: task.LoopingCall | None = None
         self._filter_flush: task.LoopingCall | None = None
-        self._namesrv_client = RemotingClient(reactor, tls=TlsClientSettings.from_properties(config.properties).options())
+        self._namesrv_client = RemotingClient(reactor, tls=config.tls.client.options())
         self.acl: "AclService | None" = None
-        self.console_config = ConsoleConfig.from_properties(config.properties)  # a bad value stops the start here
+        self.console_config: ConsoleConfig = config.console
         self.console_port = None  # the web console and /metrics (rmqtx.console), when consolePort is set
 
     @property
@@ -83,8 +82,7 @@ class BrokerService(service.Service):
 
     def _build(self) -> BrokerContext:
         cfg = self.config
-        cfg.check_role()
-        store = MessageStore(StoreConfig.from_properties(cfg.store_properties()))
+        store = MessageStore(cfg.store)
         store.flush.release_hook = batch_writes  # answers a group commit releases leave one write per connection
         topics = TopicConfigManager(cfg, cfg.storePathRootDir)
         clients = ClientManager(self._notify_consumers)
@@ -109,7 +107,7 @@ class BrokerService(service.Service):
             stats=BrokerStats(),
         )
         ctx.ha = HARole(ctx, self._namesrv_client, self.reactor)
-        ctx.timer = TimerMessageService(store, cfg.storePathRootDir, timer_config(cfg.properties), reactor=self.reactor)
+        ctx.timer = TimerMessageService(store, cfg.storePathRootDir, cfg.timer, reactor=self.reactor)
         ctx.transactions.timer = ctx.timer
         ctx.registrar.on_registered.append(ctx.ha.on_registered)
         ctx.pop = PopService(ctx, self.reactor)
@@ -170,13 +168,13 @@ class BrokerService(service.Service):
             self.acl.start()
             self.dispatcher.guard = self.acl.guard
         ephemeral = self.config.listenPort == 0
-        listening = listening_factory(self.factory, self.config.properties)
+        listening = listening_factory(self.factory, self.config.tls.server)
         try:
             self.port = self.reactor.listenTCP(self.config.listenPort, listening, interface=self.config.listenAddress)
         except CannotListenError as e:
             raise listen_failure("the broker", e) from None
         if ephemeral:
-            self.config.listenPort = cast(IPv4Address, self.port.getHost()).port
+            self.config.update(listenPort=cast(IPv4Address, self.port.getHost()).port)
         else:
             self._listen_fast(listening)
         ctx.store.start(self.reactor)
@@ -217,11 +215,9 @@ class BrokerService(service.Service):
 
     def _start_grpc(self) -> None:
         """The gRPC endpoint for the 5.x SDKs, when ``grpcPort`` is set (off by default)."""
-        port = (self.config.properties.get("grpcPort") or "").strip()
-        if not port:
+        settings = self.config.grpc
+        if settings.port is None:
             return
-        if not port.isdigit():
-            raise StartupError(f"grpcPort={port!r} is not a port number")
         try:
             import grpc  # noqa: F401  (the 'grpc' extra: grpcio and protobuf)
 
@@ -233,8 +229,7 @@ class BrokerService(service.Service):
             find_stubs_dir()
         except StubsMissing as e:
             raise StartupError(str(e)) from None
-        address = (self.config.properties.get("grpcListenAddress") or "127.0.0.1").strip()
-        self.grpc = GrpcEndpoint(self, int(port), address, self.reactor)
+        self.grpc = GrpcEndpoint(self, settings.port, settings.listen_address, self.reactor)
         self.grpc.startService()
 
     async def _stop(self) -> None:

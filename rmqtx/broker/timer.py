@@ -573,6 +573,7 @@ class TimerMessageService:
 
 
 def timer_config(props: dict[str, str]) -> TimerConfig:
+    """The timer keys of ``props``; a broker has them parsed already as ``BrokerConfig.timer``."""
     return TimerConfig.from_properties(props)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 
 def parse_properties(text: str, *, trim_values: bool = False) -> dict[str, str]:
@@ -51,3 +52,25 @@ def load_properties(path: str | Path) -> dict[str, str]:
 def parse_bool(text: str | bool) -> bool:
     """Java's ``Boolean.parseBoolean``."""
     return text if isinstance(text, bool) else str(text).strip().lower() == "true"
+
+
+def int_setting(props: Mapping[str, str], key: str, default: int, file: str = "broker.conf") -> int:
+    """``key`` as a number, ``default`` when unset or blank; any other text is refused (start-up stops)."""
+    text = props.get(key)
+    if text is None or not text.strip():
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError(f"{file}: {key}={text} is not a number") from None
+
+
+def bool_setting(props: Mapping[str, str], key: str, default: bool, file: str = "broker.conf") -> bool:
+    """``key`` as true or false (any case), ``default`` when unset; blank is false (Java's parseBoolean),
+    other text is refused."""
+    text = props.get(key)
+    if text is None:
+        return default
+    if text.strip().lower() not in ("true", "false", ""):
+        raise ValueError(f"{file}: {key}={text} is neither true nor false")
+    return parse_bool(text)

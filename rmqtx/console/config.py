@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
-from rmqtx.common.properties import parse_bool
+from rmqtx.common.properties import bool_setting
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConsoleConfig:
     """broker.conf keys (rmqtx's own): consolePort (-1 off, 0 any free port), consoleListenAddress, consoleAdminEnable."""
 
@@ -16,11 +17,11 @@ class ConsoleConfig:
     admin_enable: bool = False
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "ConsoleConfig":
+    def from_properties(cls, props: Mapping[str, str]) -> "ConsoleConfig":
         text = props.get("consolePort", "").strip()
         try:
             port = int(text) if text else -1
         except ValueError:
             raise ValueError(f"broker.conf: consolePort={text!r} is not a number") from None
         return cls(port, props.get("consoleListenAddress", "").strip() or "127.0.0.1",
-                   parse_bool(props.get("consoleAdminEnable", "false")))
+                   bool_setting(props, "consoleAdminEnable", False))

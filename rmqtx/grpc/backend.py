@@ -24,6 +24,7 @@ from rmqtx.common.javacompat import java_string_hash
 from rmqtx.common.message import properties_to_string
 from rmqtx.common.sysflag import TRANSACTION_PREPARED
 from rmqtx.common.topics import is_readable, is_writeable, validate_name
+from rmqtx.grpc.settings import ProxyLimits
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -53,34 +54,6 @@ _BROKER_CODES: dict[int, str] = {
     ResponseCode.MESSAGE_ILLEGAL: "BAD_REQUEST",
     ResponseCode.SYSTEM_BUSY: "TOO_MANY_REQUESTS",
 }
-
-
-@dataclass(frozen=True)
-class ProxyLimits:
-    """The proxy's limits, by Apache's proxy config names in broker.conf (its defaults otherwise)."""
-
-    min_invisible_ms_for_recv: int = 10_000  # minInvisibleTimeMillsForRecv
-    max_invisible_ms: int = 12 * 3600 * 1000  # maxInvisibleTimeMills (0 or less: no upper bound)
-    max_user_property_size: int = validation.MAX_USER_PROPERTY_SIZE  # maxUserPropertySize
-    user_property_max_num: int = validation.USER_PROPERTY_MAX_NUM  # userPropertyMaxNum
-
-    KEYS = {"minInvisibleTimeMillsForRecv": "min_invisible_ms_for_recv", "maxInvisibleTimeMills": "max_invisible_ms",
-            "maxUserPropertySize": "max_user_property_size", "userPropertyMaxNum": "user_property_max_num"}
-
-    @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "ProxyLimits":
-        """Raises StartupError for a value that is no number (read once, at start)."""
-        from rmqtx.startup import StartupError
-
-        values: dict[str, int] = {}
-        for key, name in cls.KEYS.items():
-            text = (props.get(key) or "").strip()
-            if text:
-                try:
-                    values[name] = int(text)
-                except ValueError:
-                    raise StartupError(f"broker.conf: {key}={text} is not a number") from None
-        return cls(**values)
 
 
 class GrpcError(Exception):
@@ -125,16 +98,14 @@ class _LoopbackClient(RemotingClient):
     told to the broker's ACL as its own, since the gRPC call was checked already."""
 
     def __init__(self, broker: Any, reactor: Any, dispatcher: Dispatcher) -> None:
-        from rmqtx.remoting.tls import TlsClientSettings, TlsServerSettings
-
         tls = None
-        props = broker.config.properties
-        if TlsServerSettings.from_properties(props).mode == "enforcing":
+        settings = broker.config.tls
+        if settings.server.mode == "enforcing":
             from twisted.internet import ssl
 
             # the broker's own client settings (tls.enable, tls.client.*: a client certificate when the port
             # asks for one), else TLS without one
-            tls = TlsClientSettings.from_properties(props).options() or ssl.CertificateOptions()
+            tls = settings.client.options() or ssl.CertificateOptions()
         super().__init__(reactor, dispatcher=dispatcher, tls=tls)
         self.broker = broker
 
@@ -169,7 +140,7 @@ class GrpcBackend:
         self._round_robin = itertools.count()
         self._heartbeat = task.LoopingCall(lambda: defer.ensureDeferred(self._beat()))
         self._groups_sent: frozenset[str] = frozenset()
-        self.limits = ProxyLimits.from_properties(broker.config.properties)
+        self.limits: ProxyLimits = broker.config.grpc.limits
 
     # -- life ---------------------------------------------------------------------------------
     def start(self) -> None:

@@ -551,7 +551,7 @@ class GrpcEndpoint(service.Service):
             _, _, service_grpc = stubs.load()
         except stubs.StubsMissing as exc:
             raise StartupError(str(exc)) from None
-        tls = grpc_server_settings(self.broker.config.properties)
+        tls = grpc_server_settings(self.broker.config.tls)
         public = f"{self.address}:{self.port}"
         if tls.mode != "permissive":  # grpcio's own bind failure is a grpc core log line on stderr besides ours
             why = port_taken(self.address, self.port)

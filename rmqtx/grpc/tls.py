@@ -11,6 +11,7 @@ certificate is asked for on this port, as Apache's proxy asks none (``ClientAuth
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import ipaddress
 from pathlib import Path
@@ -20,7 +21,7 @@ from twisted.internet import protocol
 from twisted.logger import Logger
 
 from rmqtx.remoting.protocol import IStreamTransport
-from rmqtx.remoting.tls import TLS_HANDSHAKE_RECORD, TlsServerSettings, tls_properties
+from rmqtx.remoting.tls import TLS_HANDSHAKE_RECORD, TlsServerSettings, TlsSettings
 
 log = Logger(namespace="rmqtx.grpc.tls")
 
@@ -30,12 +31,9 @@ log = Logger(namespace="rmqtx.grpc.tls")
 DEFAULT_MODE = "permissive"
 
 
-def grpc_server_settings(props: dict[str, str]) -> TlsServerSettings:
+def grpc_server_settings(tls: TlsSettings) -> TlsServerSettings:
     """The broker's ``tls.server.*`` settings for the gRPC port, permissive when no mode is set."""
-    settings = TlsServerSettings.from_properties(props)
-    if "tls.server.mode" not in tls_properties(props):
-        settings.mode = DEFAULT_MODE
-    return settings
+    return tls.server if tls.server_mode_given else dataclasses.replace(tls.server, mode=DEFAULT_MODE)
 
 
 def _self_signed(hosts: list[str]) -> tuple[bytes, bytes]:

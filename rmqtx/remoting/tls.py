@@ -15,7 +15,7 @@ Client (the broker's own connections, the Python client): ``tls.enable``, ``tls.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -83,7 +83,7 @@ def self_signed(common_name: str = "rmqtx") -> tuple[Any, Any]:
     return crypto.PKey.from_cryptography_key(key), crypto.X509.from_cryptography(cert)
 
 
-@dataclass
+@dataclass(frozen=True)
 class TlsServerSettings:
     mode: str = "disabled"
     cert_path: str = ""
@@ -122,7 +122,7 @@ class TlsServerSettings:
         )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TlsClientSettings:
     enable: bool = False
     cert_path: str = ""
@@ -152,6 +152,22 @@ class TlsClientSettings:
                 raise ValueError("tls.client.authServer needs tls.client.trustCertPath")
             kwargs.update(verify=True, caCerts=_trust(self.trust_cert_path))
         return ssl.CertificateOptions(**kwargs)
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """A server's ``tls.*`` settings, read once at start (a ``tls.config.file`` too): its port's and its
+    own connections'. ``server_mode_given``: tls.server.mode was set (the gRPC port has another default)."""
+
+    server: TlsServerSettings = field(default_factory=TlsServerSettings)
+    client: TlsClientSettings = field(default_factory=TlsClientSettings)
+    server_mode_given: bool = False
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "TlsSettings":
+        """Raises ValueError for a tls.server.mode that is none of the three."""
+        return cls(TlsServerSettings.from_properties(props), TlsClientSettings.from_properties(props),
+                   "tls.server.mode" in tls_properties(props))
 
 
 class _Sniffer(protocol.Protocol, TimeoutMixin):
@@ -224,9 +240,12 @@ class TlsServerFactory(protocol.ServerFactory):
         return _Sniffer(self, addr)
 
 
-def listening_factory(plain: protocol.ServerFactory, props: Mapping[str, str]) -> protocol.ServerFactory:
-    """What to listen with: ``plain`` itself when TLS is disabled (nothing added to the hot path)."""
-    settings = TlsServerSettings.from_properties(props)
+def listening_factory(plain: protocol.ServerFactory,
+                      settings: "TlsServerSettings | Mapping[str, str]") -> protocol.ServerFactory:
+    """What to listen with: ``plain`` itself when TLS is disabled (nothing added to the hot path).
+    ``settings``: the parsed ones, or ``tls.*`` keys to parse."""
+    if not isinstance(settings, TlsServerSettings):
+        settings = TlsServerSettings.from_properties(settings)
     if settings.mode == "disabled":
         return plain
     log.info("TLS mode {mode} on this port", mode=settings.mode)

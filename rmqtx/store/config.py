@@ -28,9 +28,10 @@ def _camel(snake: str) -> str:
     return head + "".join(p.capitalize() for p in rest)
 
 
-@dataclass
+@dataclass(frozen=True)
 class StoreConfig:
-    """MessageStoreConfig subset; field names are RocketMQ's keys in snake case."""
+    """MessageStoreConfig subset; field names are RocketMQ's keys in snake case. Frozen: read once at
+    start (the broker's settings section for its store), never changed while the store runs."""
 
     store_path_root_dir: str = os.path.join(os.path.expanduser("~"), "store")
     store_path_commit_log: str | None = None
@@ -76,7 +77,7 @@ class StoreConfig:
     def __post_init__(self) -> None:
         # Java rounds the consume queue file size up to whole 20-byte units.
         units = -(-self.mapped_file_size_consume_queue // CQ_UNIT_SIZE)
-        self.mapped_file_size_consume_queue = units * CQ_UNIT_SIZE
+        object.__setattr__(self, "mapped_file_size_consume_queue", units * CQ_UNIT_SIZE)
 
     @property
     def commit_log_dir(self) -> str:

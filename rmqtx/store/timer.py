@@ -25,9 +25,9 @@ import os
 import struct
 import time
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
-from rmqtx.common.properties import parse_bool
+from rmqtx.common.properties import bool_setting, int_setting
 from rmqtx.store.mapped_file import MappedFile, MappedFileQueue
 
 SLOT = struct.Struct(">qqqii")
@@ -44,14 +44,7 @@ MAGIC_DEFAULT, MAGIC_ROLL, MAGIC_DELETE = 1, 2, 4
 _PAGE = 4096  # a multiple of the slot size
 
 
-def _int_key(props: dict[str, str], key: str, default: int) -> int:
-    try:
-        return int(str(props.get(key, default)).strip())
-    except ValueError:
-        return default
-
-
-@dataclass
+@dataclass(frozen=True)
 class TimerConfig:
     """The timer keys of Java 5.x's MessageStoreConfig (broker.conf names), with its defaults."""
 
@@ -68,16 +61,15 @@ class TimerConfig:
     timerCongestNumEachSlot: int = 2**31 - 1
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "TimerConfig":
-        cfg = cls()
-        for name, value in vars(cls()).items():
+    def from_properties(cls, props: Mapping[str, str]) -> "TimerConfig":
+        """Each key when present, Java's default otherwise; a value of the wrong kind raises ValueError."""
+        values: dict[str, Any] = {}
+        for name, default in vars(cls()).items():
             if name in props:
-                if isinstance(value, bool):
-                    setattr(cfg, name, parse_bool(props[name]))
-                else:
-                    setattr(cfg, name, _int_key(props, name, value))
-        cfg.timerPrecisionMs = max(1, cfg.timerPrecisionMs)
-        return cfg
+                parse = bool_setting if isinstance(default, bool) else int_setting
+                values[name] = parse(props, name, default)
+        values["timerPrecisionMs"] = max(1, values.get("timerPrecisionMs", cls.timerPrecisionMs))
+        return cls(**values)
 
     @property
     def roll_window_slots(self) -> int:

@@ -26,7 +26,7 @@ class AnswerFrame(unittest.TestCase):
                                   serialize_type=SerializeType.ROCKETMQ)
         cases = 0
         for trace_on in (False, True):
-            self.proc.ctx.config.traceOn = trace_on
+            self.proc.ctx.config.update(traceOn=trace_on)
             for status in (PutStatus.PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.SLAVE_NOT_AVAILABLE):
                 result = PutResult(status, 4096, 1100, "7F00000100002A9F0000000000001000", 77, 1, 1795264935148)
                 expected = self.proc._answer(result, request, 3)

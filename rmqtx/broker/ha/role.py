@@ -3,6 +3,7 @@ HA client, the table sync and the master address learnt from NameServer registra
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +53,7 @@ class HARole:
         if self.is_slave:
             self.client = HAClient(ctx.store, reactor)
             self.sync = SlaveSynchronize(ctx, client, reactor)
-            addr = ctx.store.config.ha_master_address
+            addr = cfg.ha.master_address
             if addr and len(addr) >= 6:  # Java ignores shorter values and waits for the NameServer's answer
                 self.client.update_master_address(addr)
                 self._fixed_master = True
@@ -65,7 +66,7 @@ class HARole:
         """ephemeral: the broker port was 0 (tests), so the HA port is any free one unless haListenPort is set."""
         cfg = self.ctx.config
         if self.master is not None:
-            explicit = int(cfg.properties.get("haListenPort", "0").strip() or 0) > 0
+            explicit = cfg.ha.listen_port > 0
             port = 0 if ephemeral and not explicit else cfg.ha_listen_port
             try:
                 self.master.start(port, cfg.listenAddress)
@@ -75,9 +76,10 @@ class HARole:
                 log.error("HA: cannot listen on {port} ({why}); no slave can replicate from this master",
                           port=port, why=e.socketError)
                 return
-            cfg.properties["haListenPort"] = str(self.master.listen_port)  # what REGISTER_BROKER advertises
+            cfg.update(ha=dataclasses.replace(cfg.ha, listen_port=self.master.listen_port))  # REGISTER_BROKER's
+            cfg.list_setting("haListenPort", str(self.master.listen_port))
         if self.client is not None:
-            cfg.properties.setdefault("haListenPort", str(cfg.ha_listen_port))  # GET_BROKER_CONFIG shows it, as Java
+            cfg.list_setting("haListenPort", str(cfg.ha_listen_port), replace=False)  # GET_BROKER_CONFIG shows it, as Java
             self.client.start()
         if self.sync is not None:
             self.sync.start()

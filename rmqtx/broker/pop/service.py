@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 class PopService:
     def __init__(self, ctx: "BrokerContext", reactor) -> None:
-        self.settings = PopSettings.from_properties(ctx.config.properties)
+        self.settings: PopSettings = ctx.config.pop
         self.revive = ReviveService(ctx, self.settings, reactor)
         self.order = OrderInfoManager()
         self.holds = PopHoldService(reactor)

@@ -12,6 +12,7 @@ import shutil
 
 import orjson
 
+from rmqtx.broker.config import RUNTIME_KEYS
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.java_settings import java_defaults
 from rmqtx.broker.processors.admin_bodies import ok
@@ -22,27 +23,13 @@ from rmqtx.common.fastjson import JavaMap
 from rmqtx.common.properties import parse_bool, parse_properties
 from rmqtx.common.topics import SCHEDULE_TOPIC
 from rmqtx.remoting.codes import CURRENT_VERSION, RequestCode, ResponseCode
-from rmqtx.remoting.command import RemotingCommand, java_string
+from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.record import RecordError, decode_record
 
 ENABLE_KEY = "enableUpdateBrokerConfig"
 #: Settings rmqtx reads on every use, so changing them at run time is both safe and effective.
-UPDATABLE_KEYS = frozenset(
-    {
-        "brokerPermission",
-        "autoCreateTopicEnable",
-        "autoCreateSubscriptionGroup",
-        "defaultTopicQueueNums",
-        "longPollingEnable",
-        "shortPollingTimeMills",
-        "rejectTransactionMessage",
-        "traceOn",
-        "enablePropertyFilter",
-        "forceRegister",
-        "regionId",
-    }
-)
+UPDATABLE_KEYS = RUNTIME_KEYS
 VERSION_DESC = "V4_9_8"
 #: Java's put latency histogram; rmqtx does not time puts, so every bucket reads 0.
 DISTRIBUTE_TIME_UNMEASURED = " ".join(
@@ -98,7 +85,7 @@ class RuntimeAdminProcessor:
 
     def update_broker_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         config = self.ctx.config
-        if not parse_bool(config.properties.get(ENABLE_KEY, "false")):
+        if not config.switches.enable_update_broker_config:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"Can not update config: {ENABLE_KEY} is false on this broker."
             )
@@ -114,9 +101,7 @@ class RuntimeAdminProcessor:
             converted = {k: _convert(kinds[k], v) for k, v in updates.items()}
         except ValueError as exc:
             return request.make_response(ResponseCode.SYSTEM_ERROR, str(exc))
-        for key, value in converted.items():
-            setattr(config, key, value)
-            config.properties[key] = java_string(value)
+        config.update(**converted)  # GET_BROKER_CONFIG lists these fields' values, so the listing follows
         if updates:
             self.config_version.next()
         if "brokerPermission" in updates:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from rmqtx.broker.clients import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.common.message import parse_properties
-from rmqtx.common.properties import parse_bool
 from rmqtx.common.sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from rmqtx.common.topics import is_readable
 from rmqtx.filter import FilterSyntaxError, compile_cached
@@ -60,8 +59,8 @@ def suggest_broker_id(ctx: BrokerContext, group, result: GetResult) -> int:
 
 
 def lite_pull_enabled(ctx: BrokerContext) -> bool:
-    """5.x's ``litePullMessageEnable`` (default true), read from broker.conf as given: 4.9.8 has no such key."""
-    return parse_bool(ctx.config.properties.get("litePullMessageEnable", "true"))
+    """5.x's ``litePullMessageEnable`` (default true; 4.9.8 has no such key)."""
+    return ctx.config.switches.lite_pull_message_enable
 
 
 class PullProcessor:

@@ -18,7 +18,6 @@ from rmqtx.broker.processors.send import _born_host
 from rmqtx.broker.recall_handle import decode_handle
 from rmqtx.broker.timer import TIMER_DEL_UNIQKEY, TIMER_DELIVER_MS, delete_key
 from rmqtx.common.message import PROPERTY_TAGS, PROPERTY_UNIQ_KEY, properties_to_string
-from rmqtx.common.properties import parse_bool
 from rmqtx.common.topics import PERM_WRITE
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
@@ -54,10 +53,6 @@ class RecallProcessor:
     def table(self) -> dict:
         return {RequestCode.RECALL_MESSAGE: self.recall}
 
-    def _setting(self, key: str, default: bool) -> bool:
-        value = self.ctx.config.properties.get(key)
-        return default if value is None else parse_bool(value)
-
     def recall(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         ctx, cfg = self.ctx, self.ctx.config
         header = RecallMessageRequestHeader.from_command(request)
@@ -66,11 +61,11 @@ class RecallProcessor:
         def answer(code: int, remark: str | None = None) -> RemotingCommand:
             return request.make_response(code, remark, ext_fields=fields)
 
-        if not self._setting("recallMessageEnable", False):
+        if not cfg.switches.recall_message_enable:
             return answer(ResponseCode.NO_PERMISSION, "recall failed, operation is forbidden")
         if cfg.is_slave:
             return answer(ResponseCode.SLAVE_NOT_AVAILABLE, _NOT_AVAILABLE)
-        if not cfg.brokerPermission & PERM_WRITE and not self._setting("allowRecallWhenBrokerNotWriteable", True):
+        if not cfg.brokerPermission & PERM_WRITE and not cfg.switches.allow_recall_when_broker_not_writeable:
             return answer(ResponseCode.SERVICE_NOT_AVAILABLE, _NOT_AVAILABLE)
         if ctx.topics.get(header.topic) is None:
             return answer(ResponseCode.TOPIC_NOT_EXIST, f"recall failed, the topic[{header.topic}] not exist")

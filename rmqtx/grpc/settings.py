@@ -1,0 +1,57 @@
+"""The gRPC endpoint's broker.conf keys, parsed once when the broker's settings are read.
+
+Kept apart from the endpoint itself so that reading the settings needs neither grpcio nor the
+generated stubs: a bad value stops start-up even on a machine without the 'grpc' extra.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from rmqtx.common import validation
+from rmqtx.common.properties import int_setting
+
+#: grpcListenAddress when unset: loopback only, as the endpoint is opt-in.
+DEFAULT_LISTEN_ADDRESS = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyLimits:
+    """The proxy's limits, by Apache's proxy config names in broker.conf (its defaults otherwise)."""
+
+    min_invisible_ms_for_recv: int = 10_000  # minInvisibleTimeMillsForRecv
+    max_invisible_ms: int = 12 * 3600 * 1000  # maxInvisibleTimeMills (0 or less: no upper bound)
+    max_user_property_size: int = validation.MAX_USER_PROPERTY_SIZE  # maxUserPropertySize
+    user_property_max_num: int = validation.USER_PROPERTY_MAX_NUM  # userPropertyMaxNum
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "ProxyLimits":
+        """Raises ValueError for a value that is no number."""
+        default = cls()
+        return cls(*(int_setting(props, key, getattr(default, name)) for key, name in PROXY_LIMIT_KEYS.items()))
+
+
+#: broker.conf key -> ProxyLimits field, in the field order.
+PROXY_LIMIT_KEYS = {"minInvisibleTimeMillsForRecv": "min_invisible_ms_for_recv", "maxInvisibleTimeMills": "max_invisible_ms",
+                    "maxUserPropertySize": "max_user_property_size", "userPropertyMaxNum": "user_property_max_num"}
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcSettings:
+    """grpcPort (None: the endpoint is off), grpcListenAddress and the proxy limits."""
+
+    port: int | None = None
+    listen_address: str = DEFAULT_LISTEN_ADDRESS
+    limits: ProxyLimits = field(default_factory=ProxyLimits)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "GrpcSettings":
+        text = (props.get("grpcPort") or "").strip()
+        if text and not text.isdigit():
+            raise ValueError(f"grpcPort={text!r} is not a port number")
+        address = (props.get("grpcListenAddress") or "").strip() or DEFAULT_LISTEN_ADDRESS
+        return cls(int(text) if text else None, address, ProxyLimits.from_properties(props))
+
+
+KEYS = frozenset({"grpcPort", "grpcListenAddress"}) | frozenset(PROXY_LIMIT_KEYS)
