@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.harness import Standalone  # noqa: E402
+from testkit.standalone import Standalone  # noqa: E402
 
 TOPIC = "SparkNetBench"
 QUEUES = 4
