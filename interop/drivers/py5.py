@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from interop.drivers import REPO, Driver
+from interop.drivers.base import REPO, Driver
 from interop.scenarios import Context, Scenario
 
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
