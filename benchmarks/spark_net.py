@@ -62,7 +62,7 @@ def pull_consumer(server: Standalone) -> tuple[int, int, float]:
 
 def wire_pull(server: Standalone) -> tuple[int, float]:
     """Stored bytes and seconds for the Spark source's client pulling every queue (no decoding)."""
-    from rmqtx.client.subscription import SubscriptionData
+    from rmqtx.common.subscription import SubscriptionData
     from rmqtx.spark.wire import Cluster
 
     total = 0

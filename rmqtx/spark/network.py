@@ -22,7 +22,7 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from rmqtx.client.subscription import SQL92, TAG, SubscriptionData
+from rmqtx.common.subscription import SQL92, TAG, SubscriptionData
 from rmqtx.store import record as R
 
 from . import scan as S
