@@ -28,7 +28,7 @@ from twisted.protocols.basic import Int32StringReceiver  # noqa: E402
 from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode  # noqa: E402
 from rmqtx.remoting.serializer import encode_frame  # noqa: E402
 from rmqtx.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader, send_header_to_v2  # noqa: E402
-from tests.e2e.harness import Standalone, call  # noqa: E402
+from testkit.standalone import Standalone, call  # noqa: E402
 
 TOPIC = "BenchTopic"
 QUEUES = 8

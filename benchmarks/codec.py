@@ -6,12 +6,16 @@ Run: python benchmarks/codec.py [--seconds 2]
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
-from rmqtx.remoting.codes import RequestCode, SerializeType
-from rmqtx.remoting.command import RemotingCommand
-from rmqtx.remoting.headers import PullMessageResponseHeader
-from rmqtx.remoting.serializer import decode_frame, encode_frame
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from rmqtx.remoting.codes import RequestCode, SerializeType  # noqa: E402
+from rmqtx.remoting.command import RemotingCommand  # noqa: E402
+from rmqtx.remoting.headers import PullMessageResponseHeader  # noqa: E402
+from rmqtx.remoting.serializer import decode_frame, encode_frame  # noqa: E402
 
 
 def send_v2(serialize_type: SerializeType) -> RemotingCommand:

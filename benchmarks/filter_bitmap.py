@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rmqtx.broker.clients import SubscriptionData  # noqa: E402
+from rmqtx.common.subscription import SubscriptionData  # noqa: E402
 from rmqtx.broker.config import BrokerConfig  # noqa: E402
 from rmqtx.broker.filters import ConsumerFilterManager  # noqa: E402
 from rmqtx.broker.processors.pull import _keep_matching  # noqa: E402
@@ -40,7 +40,7 @@ def fill(root: str, n: int, bitmap: bool) -> tuple[MessageStore, ConsumerFilterM
     store.load()
     filters = ConsumerFilterManager(BrokerConfig(enableCalcFilterBitMap=bitmap), lambda group: True)
     for group, expr in [SELECTIVE, *OTHERS]:
-        filters.register(group, [SubscriptionData(TOPIC, expr, subVersion=1, expressionType="SQL92")])
+        filters.register(group, [SubscriptionData(TOPIC, expr, sub_version=1, expression_type="SQL92")])
     if bitmap:
         store.set_bitmap_calculator(filters.calc_bitmap)
     time.sleep(0.002)  # stored after the groups' registration millisecond

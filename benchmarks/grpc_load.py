@@ -9,7 +9,7 @@ threads and memory (from /proc, sampled every 0.2 s). Not a test; ``tests/grpc/t
     python benchmarks/grpc_load.py --against apache      # the same load on Apache 5.4.0's proxy (Local mode)
 
 With ``--against apache`` the server is Apache RocketMQ 5.4.0's NameServer and Proxy in Local mode
-(``tests/grpc/apache.py``, jars from Maven Central), and threads and memory are the proxy JVM's
+(``testkit/apache5.py``, jars from Maven Central), and threads and memory are the proxy JVM's
 (proxy and broker in one process, as rmqtx's standalone is one process).
 
 With ``--sdk-consumers N``: N processes of the official Python SDK (interop/py5/driver.py), each with 3
@@ -34,8 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.grpc.load import Figures, Load, percentile, proc_status  # noqa: E402
-from tests.grpc.py5 import DRIVER, PY5_VENV, REPO, grpc_standalone, py5_python  # noqa: E402
+from testkit.grpc_load import Figures, Load, percentile, proc_status  # noqa: E402
+from testkit.py5 import DRIVER, PY5_VENV, REPO, grpc_standalone, py5_python  # noqa: E402
 
 
 def sdk_clients(server: object, count: int) -> None:
@@ -102,7 +102,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("RMQTX_GRPC_STUBS", str(PY5_VENV))
     if args.against == "apache":
-        from tests.grpc.apache import ApacheProxy
+        from testkit.apache5 import ApacheProxy
 
         server: Any = _ApacheServer(ApacheProxy().start())
     else:

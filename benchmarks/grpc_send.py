@@ -23,7 +23,7 @@ from rmqtx.remoting.codes import RequestCode  # noqa: E402
 from rmqtx.remoting.command import RemotingCommand  # noqa: E402
 from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2  # noqa: E402
 from rmqtx.remoting.serializer import decode_frame, encode_frame  # noqa: E402
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, py5_python  # noqa: E402
+from testkit.py5 import PY5_VENV, grpc_standalone, py5_python  # noqa: E402
 
 SDK_LOOP = """
 import json, sys, time

@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.ha.harness import Cluster, Sender, wait_until  # noqa: E402
+from testkit.ha import Cluster, Sender, wait_until  # noqa: E402
 
 
 def run(role: str, seconds: float, producers: int, size: int) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.broker.hotpath import QUEUES, HotPath, count_calls, feed_all, pulled, sends_ok, warm_up  # noqa: E402
+from testkit.hotpath import QUEUES, HotPath, count_calls, feed_all, pulled, sends_ok, warm_up  # noqa: E402
 
 
 def measure(messages: int, calls: bool) -> dict[str, float]:

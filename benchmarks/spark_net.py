@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.harness import Standalone  # noqa: E402
+from testkit.standalone import Standalone  # noqa: E402
 
 TOPIC = "SparkNetBench"
 QUEUES = 4
@@ -62,7 +62,7 @@ def pull_consumer(server: Standalone) -> tuple[int, int, float]:
 
 def wire_pull(server: Standalone) -> tuple[int, float]:
     """Stored bytes and seconds for the Spark source's client pulling every queue (no decoding)."""
-    from rmqtx.client.subscription import SubscriptionData
+    from rmqtx.common.subscription import SubscriptionData
     from rmqtx.spark.wire import Cluster
 
     total = 0

@@ -51,7 +51,7 @@ flags. The benchmark clients run as Apache's ``runclass.sh`` does (``-Xms1g -Xmx
 Producer with ``-Dorg.apache.rocketmq.client.sendSmartMsg=true``), ``user.home`` in the temp dir.
 
 The Java side is Apache's 4.9.8 source release (``rocketmq-all-4.9.8-source-release.zip``, on Maven
-Central, declared in ``benchmarks/java/pom.xml``) built once with Maven into a cache
+Central, declared in ``testkit/java/pom.xml``; ``testkit/java.py`` builds it) built once with Maven into a cache
 (``$RMQTX_BENCH_CACHE``, default ``~/.cache/rmqtx-bench``; ~2 min the first time): the 4.9.8 broker,
 NameServer and example jars are not published on Maven Central (only 4.9.7's broker is).
 Needs Java 8+ and Maven (``scripts/ensure-java.sh`` installs a JRE).
@@ -62,12 +62,10 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import json
 import os
 import platform
 import re
 import shlex
-import shutil
 import signal
 import socket
 import statistics
@@ -85,9 +83,10 @@ sys.path.insert(0, str(REPO))
 from rmqtx.remoting.codes import RequestCode, ResponseCode  # noqa: E402
 from rmqtx.remoting.command import RemotingCommand  # noqa: E402
 from rmqtx.remoting.serializer import decode_frame_payload, encode_frame  # noqa: E402
+from testkit.java import BROKER_OPTS, CLIENT_OPTS, LOGBACK, NAMESRV_OPTS, java_bin, java_classpaths, log  # noqa: E402
+from testkit.ports import free_port  # noqa: E402
+from testkit.procs import accepts, owned, spawn, stop, stop_all  # noqa: E402
 
-VERSION = "4.9.8"
-POM = REPO / "benchmarks" / "java" / "pom.xml"
 TOPIC = "VsJavaBench"  # not "BenchmarkTest": 4.9.8 brokers reserve it (1024 queues, system topic)
 QUEUES = 8
 GROUP = "benchmark_consumer"
@@ -95,128 +94,11 @@ MSG_SIZE = 1024
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 KEEP = False  # --keep: leave each run's temp dir (logs, store) for a look
 
-G1 = ["-XX:+UseG1GC", "-XX:G1HeapRegionSize=16m", "-XX:G1ReservePercent=25",
-      "-XX:InitiatingHeapOccupancyPercent=30", "-XX:SoftRefLRUPolicyMSPerMB=0"]
-NAMESRV_OPTS = ["-server", "-Xms512m", "-Xmx512m", "-XX:MetaspaceSize=128m", "-XX:MaxMetaspaceSize=320m", *G1,
-                "-XX:-OmitStackTraceInFastThrow", "-XX:-UseLargePages"]
 BROKER_HEAP = "2g"  # --broker-heap
-BROKER_OPTS = ["-server", *G1, "-XX:-OmitStackTraceInFastThrow",
-               "-XX:MaxDirectMemorySize=4g", "-XX:-UseLargePages"]
-CLIENT_OPTS = ["-server", "-Xms1g", "-Xmx1g", "-Xmn256m", "-XX:-OmitStackTraceInFastThrow",
-               "-XX:-UseLargePages", "-XX:+PerfDisableSharedMem"]
-MVN_BUILD_FLAGS = ["-q", "-B", "-Dmaven.compiler.source=1.8", "-Dmaven.compiler.target=1.8", "-DskipTests",
-                   "-Dmaven.test.skip=true", "-Dcheckstyle.skip", "-Drat.skip", "-Djacoco.skip", "-Dspotbugs.skip",
-                   "-Denforcer.skip", "-Dmaven.javadoc.skip", "-Dmaven.source.skip"]
-DEP_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
-
-
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- processes we own, killed on any exit
-
-_procs: list[subprocess.Popen] = []
-
-
-def spawn(cmd: list[str], out: Path, **kw) -> subprocess.Popen:
-    """Start in its own process group (so its children die with it), output to a file."""
-    with open(out, "ab") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, **kw)
-    proc.out_path = out  # for the error message if it dies
-    _procs.append(proc)
-    return proc
-
-
-def stop(proc: subprocess.Popen | None, grace: float = 15.0) -> None:
-    """SIGTERM the process group, SIGKILL it after ``grace`` seconds."""
-    if proc is None:
-        return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            break
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            break
-        try:
-            proc.wait(wait)
-        except subprocess.TimeoutExpired:
-            continue
-    try:  # leftovers of the group (the group id is the leader's pid)
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if proc in _procs:
-        _procs.remove(proc)
-
-
-def stop_all() -> None:
-    for proc in list(_procs):
-        stop(proc, grace=5.0)
 
 
 def _on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
-
-
-# ---------------------------------------------------------------- the Java side, built once with Maven
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("RMQTX_BENCH_CACHE", Path.home() / ".cache" / "rmqtx-bench")) / f"rocketmq-{VERSION}"
-
-
-def java_classpaths() -> dict[str, str]:
-    """Classpaths of the 4.9.8 broker, NameServer and example module, built from the source release."""
-    cache = cache_dir()
-    index = cache / "classpaths.json"
-    if index.exists():
-        cps = json.loads(index.read_text())
-        if all(Path(p).exists() for cp in cps.values() for p in cp.split(os.pathsep)):
-            return cps
-    cache.mkdir(parents=True, exist_ok=True)
-    src = cache / f"rocketmq-all-{VERSION}"
-    if not (src / "pom.xml").exists():
-        # the plugin skips a zip its marker says is unpacked: the markers live in the cache beside what they
-        # describe, and are dropped whenever the unpacked tree is not there (a half-made or cleaned cache)
-        markers = cache / "markers"
-        shutil.rmtree(markers, ignore_errors=True)
-        log(f"fetching rocketmq-all-{VERSION}-source-release.zip with Maven")
-        subprocess.run(["mvn", "-q", "-B", "-f", str(POM), f"{DEP_PLUGIN}:unpack-dependencies", "-DincludeTypes=zip",
-                        f"-DoutputDirectory={cache}", f"-DmarkersDirectory={markers}"], check=True)
-        if not (src / "pom.xml").exists():
-            raise RuntimeError(f"unpacking the {VERSION} source release left no {src / 'pom.xml'}")
-    log(f"building the {VERSION} broker, NameServer and example jars (once, ~2 min)")
-    subprocess.run(["mvn", *MVN_BUILD_FLAGS, "-f", str(src / "pom.xml"), "-pl", "broker,namesrv,example", "-am",
-                    "package", f"{DEP_PLUGIN}:build-classpath", "-Dmdep.outputFile=runtime-classpath.txt",
-                    "-Dmdep.includeScope=runtime"], check=True)
-    cps = {}
-    for module in ("namesrv", "broker", "example"):
-        deps = (src / module / "runtime-classpath.txt").read_text().strip()
-        cps[module] = os.pathsep.join([str(src / module / "target" / f"rocketmq-{module}-{VERSION}.jar"), deps])
-    index.write_text(json.dumps(cps, indent=1))
-    return cps
-
-
-def java_bin() -> str:
-    home = os.environ.get("JAVA_HOME")
-    return str(Path(home) / "bin" / "java") if home else "java"
-
-
-LOGBACK = """<?xml version="1.0" encoding="UTF-8"?>
-<configuration>
-  <appender name="file" class="ch.qos.logback.core.FileAppender">
-    <file>{log}</file>
-    <encoder><pattern>%d %p %t - %m%n</pattern></encoder>
-  </appender>
-  <appender name="async" class="ch.qos.logback.classic.AsyncAppender">
-    <appender-ref ref="file"/>
-    <discardingThreshold>0</discardingThreshold>
-  </appender>
-  <root level="INFO"><appender-ref ref="async"/></root>
-</configuration>
-"""
 
 
 # ---------------------------------------------------------------- talking to either server
@@ -252,38 +134,6 @@ def call_once(addr: str, code: int, fields: dict, timeout: float = 2.0) -> Remot
         return conn.call(code, fields)
     finally:
         conn.close()
-
-
-def port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("0.0.0.0", port))
-            return True
-        except OSError:
-            return False
-
-
-def free_port(taken: set[int], gap_below: int = 0) -> int:
-    """A free port not in ``taken`` (then added to it); with ``gap_below``, one whose port-N is free and
-    not taken too (Java's broker also binds listenPort-2)."""
-    for _ in range(200):
-        with socket.socket() as sock:
-            sock.bind(("0.0.0.0", 0))
-            port = sock.getsockname()[1]
-        pair = {port, port - gap_below}
-        if port - gap_below > 1024 and not pair & taken and (not gap_below or port_free(port - gap_below)):
-            taken |= pair
-            return port
-    raise RuntimeError("no free port found")
-
-
-def accepts(addr: str) -> bool:
-    host, port = addr.rsplit(":", 1)
-    try:
-        socket.create_connection((host, int(port)), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
 
 
 def wait_until(pred, timeout: float, what: str, procs: list[subprocess.Popen], step: float = 0.02) -> None:
@@ -350,7 +200,7 @@ def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
     for who in ("namesrv", "broker"):
         (home / "conf" / f"logback_{who}.xml").write_text(LOGBACK.format(log=logs / f"{who}.log"))
     taken: set[int] = set()
-    ns_port, br_port, ha_port = free_port(taken), free_port(taken, gap_below=2), free_port(taken)
+    ns_port, br_port, ha_port = free_port(taken, host="0.0.0.0"), free_port(taken, gap_below=2, host="0.0.0.0"), free_port(taken, host="0.0.0.0")
     server = Server("java", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
     env = {**os.environ, "ROCKETMQ_HOME": str(home)}
     common = [f"-Duser.home={tmp / 'home'}", f"-Drocketmq.home.dir={home}"]
@@ -522,7 +372,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
                 break
             except RuntimeError as exc:
                 log(f"  {impl} did not start (attempt {attempt}): {exc}")
-                for proc in list(_procs):
+                for proc in owned():
                     stop(proc)
                 subprocess.run(["rm", "-rf", str(tmp / "s")], check=False)
                 if attempt == 2:

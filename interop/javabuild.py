@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from interop.drivers import REPO
+from interop.drivers.base import REPO
 
 JAVA_DIR = REPO / "interop" / "java"
 MAIN = "org.rmqtx.interop.Interop"

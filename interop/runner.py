@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from interop.drivers import Driver, all_drivers
+from interop.drivers import all_drivers
+from interop.drivers.base import Driver
 from interop.modes import ADMIN, MODES, SECRETS, Mode
 from interop.probe import DEFAULT_LEVELS, Access, Probe, level_seconds
 from interop.scenarios import BY_KEY, SCENARIOS, Context, Scenario, cell_timeout

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from interop.modes import Mode
-from interop.ports import free_port
+from testkit.ports import free_port
 from interop.probe import Access, Probe
 
 REPO = Path(__file__).resolve().parents[1]

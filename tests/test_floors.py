@@ -13,7 +13,7 @@ import sys
 import unittest
 
 from tests.conftest import FLOORS
-from tests.e2e.harness import REPO
+from testkit.standalone import REPO
 
 
 def tox_command(env: str) -> list[str]:

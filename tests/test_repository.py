@@ -1,4 +1,4 @@
-"""Nothing generated is tracked: a committed build output (a Maven marker in benchmarks/java/target once
+"""Nothing generated is tracked: a committed build output (a Maven marker in benchmarks/java/target (now testkit/java) once
 made Maven skip unpacking Apache's source release) hides on a machine whose caches hold the real thing."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 import subprocess
 import unittest
 
-from tests.e2e.harness import REPO
+from testkit.standalone import REPO
 
 #: Paths a build, a tool or an install writes, never a source.
 GENERATED = re.compile(
@@ -32,6 +32,6 @@ class TrackedFilesTest(unittest.TestCase):
         made = ["benchmarks/java/target/dependency-maven-plugin-markers/x.marker", "rmqtx/_accel.cpython-311-x86_64-linux-gnu.so",
                 "rmqtx/__pycache__/a.cpython-311.pyc", ".tox/pytest/x", "interop/node/node_modules/ali-ons/index.js",
                 "build/lib/rmqtx/x.py", "rmqtx.egg-info/PKG-INFO", "twisted/plugins/dropin.cache"]
-        sources = ["rmqtx/_accel.c", "benchmarks/java/pom.xml", "tests/captures/apache-4.9.8/messages.jsonl",
+        sources = ["rmqtx/_accel.c", "testkit/java/pom.xml", "tests/captures/apache-4.9.8/messages.jsonl",
                    "rmqtx/broker/processors/send.py", "interop/node/package-lock.json", "deploy/image.py"]
         self.assertEqual(generated(made + sources), made)

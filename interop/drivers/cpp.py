@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from interop.drivers import Driver, without_tx_query_admin
+from interop.drivers.base import Driver, without_tx_query_admin
 from interop.scenarios import Context, Scenario, body_bytes
 
 CONSUME_SUCCESS, RECONSUME_LATER = 0, 1

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import tempfile
 
-from interop.drivers import REPO, Driver
+from interop.drivers.base import REPO, Driver
 from interop.probe import Probe
 from interop.scenarios import Context, Scenario
 

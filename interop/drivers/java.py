@@ -13,7 +13,7 @@ import sys
 import uuid
 
 from interop import container, javabuild
-from interop.drivers import CellRun, Driver
+from interop.drivers.base import CellRun, Driver
 from interop.scenarios import GROUP_WAIT, Context, Scenario
 
 #: Start-up costs more CPU than the cells' work: one compiler tier, one GC thread.

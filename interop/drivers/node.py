@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
-from interop.drivers import REPO, Driver, without_tx_query_admin
+from interop.drivers.base import REPO, Driver, without_tx_query_admin
 from interop.scenarios import Context, Scenario
 
 ALI_ONS = REPO / "interop" / "node" / "node_modules" / "ali-ons"

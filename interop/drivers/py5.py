@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from interop.drivers import REPO, Driver
+from interop.drivers.base import REPO, Driver
 from interop.scenarios import Context, Scenario
 
 PY5_VENV = os.environ.get("RMQTX_PY5_VENV") or str(REPO / "interop" / "py5" / ".venv")
@@ -212,7 +212,7 @@ def read_back(params: dict, want: set[str], deadline: float) -> list:
     from interop.probe import call
     from rmqtx.remoting.codes import RequestCode
     from rmqtx.remoting.command import RemotingCommand
-    from tests.grpc.py5 import pull_topic
+    from testkit.py5 import pull_topic
 
     how = access(params)
 
@@ -275,7 +275,7 @@ def set_retry_max_times(params: dict, times: int) -> None:
     from rmqtx.common import fastjson
     from rmqtx.remoting.codes import RequestCode, ResponseCode
     from rmqtx.remoting.command import RemotingCommand
-    from tests.e2e.harness import call
+    from testkit.standalone import call
 
     route = json.loads(call(params["namesrv"], RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
                                                                        {"topic": params["topic"]})).body)

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from twisted.internet import defer, task
 
-from interop.drivers import Driver
+from interop.drivers.base import Driver
 from interop.scenarios import body_bytes, timer_due_s
 
 

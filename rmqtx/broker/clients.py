@@ -8,13 +8,12 @@ from typing import Callable
 
 from twisted.logger import Logger
 
-from rmqtx.common.javacompat import java_string_hash
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.message_filter import MessageFilter
 
 log = Logger(namespace="rmqtx.broker.clients")
 
-SUB_ALL = "*"
 _MESSAGE_MODELS = {0: "BROADCASTING", 1: "CLUSTERING"}
 _CONSUME_TYPES = {0: "CONSUME_ACTIVELY", 1: "CONSUME_PASSIVELY"}
 _CONSUME_FROM = {0: "CONSUME_FROM_LAST_OFFSET", 1: "CONSUME_FROM_LAST_OFFSET_AND_FROM_MIN_WHEN_BOOT_FIRST",
@@ -31,72 +30,11 @@ def _enum_name(value: object, names: dict[int, str], default: str) -> str:
     return default
 
 
-@dataclass
-class SubscriptionData:
-    topic: str
-    subString: str = SUB_ALL
-    tagsSet: list[str] = field(default_factory=list)
-    codeSet: set[int] = field(default_factory=set)
-    subVersion: int = 0
-    expressionType: str = "TAG"
-    classFilterMode: bool = False
-
-    @classmethod
-    def from_json(cls, data: dict) -> "SubscriptionData":
-        tags = [str(t) for t in data.get("tagsSet") or []]
-        codes = {int(c) for c in data.get("codeSet") or []}
-        sub = cls(
-            topic=str(data.get("topic", "")),
-            subString=str(data.get("subString") or SUB_ALL),
-            tagsSet=tags,
-            codeSet=codes,
-            subVersion=int(data.get("subVersion") or 0),
-            expressionType=str(data.get("expressionType") or "TAG"),
-            classFilterMode=bool(data.get("classFilterMode", False)),
-        )
-        if sub.is_tag_type and not sub.codeSet and not sub.matches_all:
-            sub.tagsSet, sub.codeSet = parse_tags(sub.subString)
-        return sub
-
-    @classmethod
-    def from_expression(cls, topic: str, expression: str | None, expression_type: str | None, version: int = 0) -> "SubscriptionData":
-        """Build from a pull request's own ``subscription`` field (pull consumers)."""
-        expression = (expression or SUB_ALL).strip() or SUB_ALL
-        sub = cls(topic=topic, subString=expression, subVersion=version, expressionType=expression_type or "TAG")
-        if sub.is_tag_type and not sub.matches_all:
-            sub.tagsSet, sub.codeSet = parse_tags(expression)
-        return sub
-
-    @property
-    def is_tag_type(self) -> bool:
-        return self.expressionType in ("", "TAG")
-
-    @property
-    def matches_all(self) -> bool:
-        return self.subString in ("", SUB_ALL)
-
-    def to_json(self) -> dict:
-        return {
-            "classFilterMode": self.classFilterMode,
-            "codeSet": sorted(self.codeSet),
-            "expressionType": self.expressionType,
-            "subString": self.subString,
-            "subVersion": self.subVersion,
-            "tagsSet": list(self.tagsSet),
-            "topic": self.topic,
-        }
-
-    def message_filter(self) -> MessageFilter | None:
-        """The store's filter for a tag subscription (its tags' hash codes), None when every message matches."""
-        if not self.is_tag_type or self.matches_all:
-            return None
-        return MessageFilter(self.codeSet)
-
-
-def parse_tags(expression: str) -> tuple[list[str], set[int]]:
-    """``"TagA || TagB"`` as its tags and their Java hash codes."""
-    tags = [t.strip() for t in expression.split("||") if t.strip()]
-    return tags, {java_string_hash(t) for t in tags}
+def tags_filter(sub: SubscriptionData) -> MessageFilter | None:
+    """The store's filter for a tag subscription (its tags' hash codes), None when every message matches."""
+    if not sub.is_tag or sub.matches_all:
+        return None
+    return MessageFilter(sub.codes)
 
 
 @dataclass
@@ -165,7 +103,7 @@ class ClientManager:
         changed = changed or any(t not in info.subscriptions for t in new_subs) or any(t not in new_subs for t in info.subscriptions)
         for topic, sub in new_subs.items():
             old = info.subscriptions.get(topic)
-            if old is None or old.subVersion < sub.subVersion or old.subString != sub.subString:
+            if old is None or old.sub_version < sub.sub_version or old.sub_string != sub.sub_string:
                 info.subscriptions[topic] = sub
         for topic in [t for t in info.subscriptions if t not in new_subs]:
             del info.subscriptions[topic]

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 from twisted.logger import Logger
 
-from rmqtx.broker.clients import SubscriptionData
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.filter import (BloomFilter, BloomFilterData, CompiledExpression, FilterSyntaxError, calc_bitmap,
@@ -89,7 +89,7 @@ class ConsumerFilterManager:
         topics = set()
         for sub in subscriptions:
             topics.add(sub.topic)
-            if not sub.is_tag_type and sub.subString:
+            if not sub.is_tag and sub.sub_string:
                 self._register(sub, group, now)
         for table in self._by_topic.values():
             data = table.get(group)
@@ -100,23 +100,23 @@ class ConsumerFilterManager:
     def _register(self, sub: SubscriptionData, group: str, now: int) -> None:
         table = self._by_topic.setdefault(sub.topic, {})
         old = table.get(group)
-        if old is not None and sub.subVersion <= old.client_version:
-            if sub.subVersion == old.client_version and old.dead:
+        if old is not None and sub.sub_version <= old.client_version:
+            if sub.sub_version == old.client_version and old.dead:
                 old.dead_time = 0
             return
         bloom_data = self.bloom.generate(consumer_bloom_key(group, sub.topic))
         if old is not None and (old.expression, old.expression_type, old.bloom_data) == (
-                sub.subString, sub.expressionType, bloom_data):
-            old.client_version = sub.subVersion
+                sub.sub_string, sub.expression_type, bloom_data):
+            old.client_version = sub.sub_version
             old.dead_time = 0
             return
         try:
-            compiled = compile_cached(sub.subString)
+            compiled = compile_cached(sub.sub_string)
         except FilterSyntaxError as exc:
             log.warn("filter of {group} on {topic} does not compile: {exc}", group=group, topic=sub.topic, exc=exc)
             table.pop(group, None)
         else:
-            table[group] = ConsumerFilterData(group, sub.topic, sub.subString, sub.expressionType, sub.subVersion,
+            table[group] = ConsumerFilterData(group, sub.topic, sub.sub_string, sub.expression_type, sub.sub_version,
                                               compiled, bloom_data, now)
         self._changed(sub.topic)
 

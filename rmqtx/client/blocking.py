@@ -25,7 +25,7 @@ from twisted.python import threadable
 
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.consumer import CLUSTERING, PullConsumer, PushConsumer
-from rmqtx.client.subscription import TAG
+from rmqtx.common.subscription import TAG
 from rmqtx.client.message import Message, MessageQueue, PullResult, SendResult
 from rmqtx.client.producer import Producer
 

@@ -21,7 +21,7 @@ from rmqtx.client.mq_client import MQClientInstance, get_client_instance
 from rmqtx.client.offset_store import NOT_FOUND, LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from rmqtx.client.pull_api import allocate_averagely, pull
 from rmqtx.client.route import MASTER_ID
-from rmqtx.client.subscription import TAG, SubscriptionData
+from rmqtx.common.subscription import TAG, SubscriptionData
 from rmqtx.client.util import call_user, deferred, java_fields
 from rmqtx.common import fastjson
 from rmqtx.common.message import PROPERTY_CONSUME_START_TIME, PROPERTY_RETRY_TOPIC
@@ -188,7 +188,7 @@ class _ConsumerBase:
             "consumeType": self.consume_type,
             "groupName": self.group,
             "messageModel": self.message_model,
-            "subscriptionDataSet": [s.to_json() for s in self.subscriptions.values()],
+            "subscriptionDataSet": [s.client_json() for s in self.subscriptions.values()],
             "unitMode": False,
         }
 
@@ -203,7 +203,7 @@ class _ConsumerBase:
                 "PROP_CONSUMEORDERLY": str(getattr(self, "orderly", False)).lower(),
             },
             "statusTable": {},
-            "subscriptionSet": [s.to_json() for s in self.subscriptions.values()],
+            "subscriptionSet": [s.client_json() for s in self.subscriptions.values()],
         }
 
     async def persist_offsets(self) -> None:
@@ -323,7 +323,7 @@ class PushConsumer(_ConsumerBase):
         for sub in self.subscriptions.values():
             if sub.is_tag:
                 continue
-            body = fastjson.dumps({"clientId": client.client_id, "group": self.group, "subscriptionData": sub.to_json()})
+            body = fastjson.dumps({"clientId": client.client_id, "group": self.group, "subscriptionData": sub.client_json()})
             for name, addrs in client.broker_table().items():
                 addr = addrs.get(MASTER_ID)
                 if addr is None:

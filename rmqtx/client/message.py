@@ -7,7 +7,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from rmqtx.common.javacompat import java_string_hash
+from rmqtx.common.javacompat import hashset_order, java_string_hash
 from rmqtx.common.message import (
     PROPERTY_DELAY,
     PROPERTY_KEYS,
@@ -217,19 +217,6 @@ class MessageQueue:
     @classmethod
     def from_json(cls, data: dict) -> "MessageQueue":
         return cls(str(data["topic"]), str(data["brokerName"]), int(data["queueId"]))
-
-
-def hashset_order(items: list, hash_of) -> list:
-    """``items`` (insertion order) as a Java ``new HashSet<>()`` holding them iterates."""
-    capacity = 16
-    while len(items) > capacity * 3 // 4:
-        capacity <<= 1
-
-    def bucket(pair: tuple[int, object]) -> tuple[int, int]:
-        h = hash_of(pair[1]) & _MASK32
-        return ((h ^ (h >> 16)) & (capacity - 1), pair[0])
-
-    return [item for _, item in sorted(enumerate(items), key=bucket)]
 
 
 def mq_set_json(mqs: Iterable[MessageQueue]) -> list[dict]:

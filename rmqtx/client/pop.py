@@ -15,7 +15,7 @@ from rmqtx.client.config import ClientConfig
 from rmqtx.client.consumer import CLUSTERING, CONSUME_FROM_LAST_OFFSET, _ConsumerBase
 from rmqtx.client.errors import MQBrokerError
 from rmqtx.client.message import MessageExt, decode_messages
-from rmqtx.client.subscription import SubscriptionData
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.client.util import deferred
 from rmqtx.common import pop_keys as keys
 from rmqtx.common.message import PROPERTY_FIRST_POP_TIME, PROPERTY_POP_CK

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rmqtx.client.message import MessageQueue, PullResult, PullStatus, decode_messages
 from rmqtx.client.mq_client import MQClientInstance
-from rmqtx.client.subscription import SubscriptionData
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.common.message import PROPERTY_MAX_OFFSET, PROPERTY_MIN_OFFSET
 from rmqtx.common.sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from rmqtx.remoting import RemotingCommand

@@ -62,6 +62,19 @@ def hashmap_order(keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(key for _, key in sorted(enumerate(keys), key=bucket))
 
 
+def hashset_order(items: list, hash_of) -> list:
+    """``items`` (insertion order) as a Java ``new HashSet<>()`` holding them iterates."""
+    capacity = 16
+    while len(items) > capacity * 3 // 4:
+        capacity <<= 1
+
+    def bucket(pair: tuple[int, object]) -> tuple[int, int]:
+        h = hash_of(pair[1]) & _MASK32
+        return ((h ^ (h >> 16)) & (capacity - 1), pair[0])
+
+    return [item for _, item in sorted(enumerate(items), key=bucket)]
+
+
 def java_bool(value: bool) -> str:
     """Java's ``String.valueOf(boolean)``."""
     return "true" if value else "false"

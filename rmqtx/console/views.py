@@ -224,7 +224,7 @@ class ConsoleViews:
             "consumeType": info.consume_type if info else "",
             "messageModel": info.message_model if info else "",
             "consumeFromWhere": info.consume_from_where if info else "",
-            "subscriptions": {t: s.to_json() for t, s in info.subscriptions.items()} if info else {},
+            "subscriptions": {t: s.broker_json() for t, s in info.subscriptions.items()} if info else {},
             "connections": connections,
             "versions": sorted({str(c["version"]) for c in connections}),
             "lag": sum(r["lag"] for r in rows),

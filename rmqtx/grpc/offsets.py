@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rmqtx.broker.clients import SubscriptionData
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.common.sysflag import FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from rmqtx.remoting import RemotingCommand
@@ -137,8 +137,8 @@ async def pull(backend: "GrpcBackend", group: str, topic: str, queue_id: int, of
         answer = PullMessageResponseHeader.from_command(response)
         msgs = decode_messages(response.body or b"", backend.broker_name) if response.code == ResponseCode.SUCCESS else []
         sub = SubscriptionData.from_expression(topic, expression or "*", expression_type or "TAG")
-        if sub.is_tag_type and not sub.matches_all:  # the broker matched tag hash codes; the tags must match
-            msgs = [m for m in msgs if m.properties.get("TAGS") in sub.tagsSet]
+        if sub.is_tag and not sub.matches_all:  # the broker matched tag hash codes; the tags must match
+            msgs = [m for m in msgs if m.properties.get("TAGS") in sub.tags]
         return Pulled(msgs, answer.nextBeginOffset)
     if response.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED:
         raise _error("ILLEGAL_FILTER_EXPRESSION", response.remark or "the filter expression does not parse")

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import BooleanType, IntegerType, LongType, StringType, StructField, StructType
 
-from .datasource import store_root
+from .options import store_root
 
 log = logging.getLogger("rmqtx.spark")
 

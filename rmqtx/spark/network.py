@@ -22,10 +22,11 @@ from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, Inp
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from rmqtx.client.subscription import SQL92, TAG, SubscriptionData
+from rmqtx.common.subscription import SQL92, TAG, SubscriptionData
 from rmqtx.store import record as R
 
 from . import scan as S
+from .options import parse_time, topic_list
 from .wire import Cluster, Queue
 
 log = logging.getLogger("rmqtx.spark")
@@ -76,8 +77,6 @@ class NetOptions:
 
     @classmethod
     def parse(cls, o) -> "NetOptions":
-        from .datasource import topic_list
-
         topics = tuple(topic_list(o.get("topics")))
         if not topics:
             raise ValueError("give the topics to read: option('topics', 'A,B')")
@@ -144,8 +143,6 @@ def _parse_spec(value: str | None, default: str) -> str | dict:
 
 
 def _time(value: str) -> int:
-    from .datasource import parse_time
-
     ms = parse_time(value)
     assert ms is not None
     return ms

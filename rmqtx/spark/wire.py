@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from rmqtx.client.route import MASTER_ID, TopicRoute
-from rmqtx.client.subscription import SubscriptionData
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.client.util import java_fields
 from rmqtx.common.sysflag import FLAG_SUBSCRIPTION
 from rmqtx.remoting.codes import RequestCode, ResponseCode

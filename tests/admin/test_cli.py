@@ -13,7 +13,7 @@ from rmqtx.client.message import Message, MessageQueue
 from rmqtx.client.producer import Producer
 from tests.admin.support import AdminTestCase
 from tests.client.support import wait_until
-from tests.e2e.harness import REPO
+from testkit.standalone import REPO
 
 
 def _rows(text: str) -> list[list[str]]:

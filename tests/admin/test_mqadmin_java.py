@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.admin.mqadmin_java import BODY_DIR, FAILURE_TEXT, MQAdmin, Run, classpath, java_binary
-from tests.e2e.harness import REPO, Standalone
+from testkit.standalone import REPO, Standalone
 from tests.fixtures import records
 from tests.replay.normalize import RUNTIME_ADDED
 

@@ -8,7 +8,7 @@ from rmqtx.remoting.codes import RESPONSE_FLAG, RequestCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import encode_frame
 from rmqtx.store.results import PutResult, PutStatus
-from tests.broker.hotpath import HotPath
+from testkit.hotpath import HotPath
 
 
 class AnswerFrame(unittest.TestCase):

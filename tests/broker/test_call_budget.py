@@ -1,6 +1,6 @@
 """CI guard on the per-message cost of the broker's hot path: Python calls, counted, not timed.
 
-The workload (tests/broker/hotpath.py) is what Apache's benchmark Producer and a push consumer
+The workload (testkit/hotpath.py) is what Apache's benchmark Producer and a push consumer
 send: ROCKETMQ-binary SEND_MESSAGE_V2 frames 32 to a read and PULL_MESSAGE for 32 messages. cProfile
 counts every Python and builtin call, so the figure is the same on any machine; a change that adds
 work per message shows up here. `python benchmarks/hotpath.py --calls` prints the current figures.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from twisted.trial import unittest
 
 from rmqtx.accel import accel
-from tests.broker.hotpath import HotPath, calls_per_message, warm_up
+from testkit.hotpath import HotPath, calls_per_message, warm_up
 
 # Measured when set (accelerated 54.4 / 4.1, pure Python 210.4 / 9.8), plus ~10% (more for the accelerated pulls).
 SEND_BUDGET = 60 if accel is not None else 232

@@ -9,7 +9,7 @@ from twisted.trial import unittest
 
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.store.record import decode_offset_msg_id
-from tests.broker.hotpath import HotPath
+from testkit.hotpath import HotPath
 
 
 class SyncFlushSend(unittest.TestCase):

@@ -16,7 +16,7 @@ from rmqtx.client.offset_store import RemoteOffsetStore
 from rmqtx.client.producer import Producer, TransactionProducer
 from rmqtx.client.pull_api import pull
 from rmqtx.client.route import TopicRoute
-from rmqtx.client.subscription import SubscriptionData
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.remoting import Dispatcher, RemotingServerFactory
 from rmqtx.remoting.serializer import decode_frame, encode_frame
 from rmqtx.store.record import encode_record

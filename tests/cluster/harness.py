@@ -19,8 +19,9 @@ from pathlib import Path
 from rmqtx.broker.jsonfiles import loads_fastjson
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import REPO, call, free_port
-from tests.ha.harness import Broker, Proc, wait_until
+from testkit.ports import free_port
+from testkit.standalone import REPO, call
+from testkit.ha import Broker, Proc, wait_until
 
 CLUSTER = "TwoGroups"
 TOPIC = "T_cluster"

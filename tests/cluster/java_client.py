@@ -1,5 +1,5 @@
 """The Apache 4.9.8 Java client for the cluster tests: tests/cluster/java's ClusterClient compiled against
-the client jars of ``benchmarks/vs_java.py``'s 4.9.8 build (the same build gives Apache's benchmark
+the client jars of ``testkit/java.py``'s 4.9.8 build (the same build gives Apache's benchmark
 Producer and the Java broker), cached under that build's directory by a hash of source and JDK.
 
 Without a JDK or the build the Java tests skip locally; under CI (``CI`` set) that is a failure.
@@ -16,12 +16,9 @@ import tempfile
 import threading
 from pathlib import Path
 
+from testkit import java as java498
 from tests.admin.mqadmin_java import unavailable
 
-try:
-    from benchmarks import vs_java
-except ImportError:  # pragma: no cover - the benchmarks directory ships with the tests
-    vs_java = None
 
 SOURCES = Path(__file__).with_name("java") / "src"
 MAIN = "org.rmqtx.cluster.ClusterClient"
@@ -36,20 +33,18 @@ _built: dict[str, str] = {}
 
 def require() -> None:
     """Skip (fail in CI) unless a JDK and the 4.9.8 build can be had."""
-    if vs_java is None:
-        raise unavailable("benchmarks/vs_java.py (builds the 4.9.8 jars) is missing")
-    if not shutil.which("javac") or not shutil.which(vs_java.java_bin()):
+    if not shutil.which("javac") or not shutil.which(java498.java_bin()):
         raise unavailable("no JDK (javac) on PATH; scripts/ensure-interop.sh installs one")
-    if not shutil.which("mvn") and not (vs_java.cache_dir() / "classpaths.json").exists():
+    if not shutil.which("mvn") and not (java498.cache_dir() / "classpaths.json").exists():
         raise unavailable("no mvn on PATH to build the 4.9.8 jars")
 
 
 def classpaths() -> dict[str, str]:
-    """vs_java's classpaths (broker, namesrv, example) plus ``cluster``: ClusterClient's classes and jars."""
+    """testkit.java's classpaths (broker, namesrv, example) plus ``cluster``: ClusterClient's classes and jars."""
     require()
     with _lock:
         if not _built:
-            cps = vs_java.java_classpaths()  # builds once (minutes) on a fresh machine
+            cps = java498.java_classpaths()  # builds once (minutes) on a fresh machine
             _built.update(cps)
             _built["cluster"] = os.pathsep.join([str(_compile(cps["example"])), cps["example"]])
         return dict(_built)
@@ -60,10 +55,10 @@ def _compile(classpath: str) -> Path:
     digest = hashlib.sha256(subprocess.run(["javac", "-version"], capture_output=True, text=True).stdout.encode())
     for path in sources:
         digest.update(path.name.encode() + path.read_bytes())
-    classes = vs_java.cache_dir() / f"cluster-client-{digest.hexdigest()[:16]}"
+    classes = java498.cache_dir() / f"cluster-client-{digest.hexdigest()[:16]}"
     if (classes / (MAIN.replace(".", "/") + ".class")).exists():
         return classes
-    staging = Path(tempfile.mkdtemp(dir=vs_java.cache_dir(), prefix="cluster-client-"))
+    staging = Path(tempfile.mkdtemp(dir=java498.cache_dir(), prefix="cluster-client-"))
     done = subprocess.run(["javac", "--release", "8", "-nowarn", "-encoding", "UTF-8", "-cp", classpath, "-d", str(staging),
                            *map(str, sources)], capture_output=True, text=True)
     if done.returncode != 0:
@@ -77,7 +72,7 @@ def _compile(classpath: str) -> Path:
 def java_argv(home: Path, classpath: str, main: str, *args: str, flags: list[str] | None = None) -> list[str]:
     """A client JVM with its user.home and logs in ``home`` (never ~/logs)."""
     home.mkdir(parents=True, exist_ok=True)
-    return [vs_java.java_bin(), *(JVM_FLAGS if flags is None else flags), f"-Duser.home={home}",
+    return [java498.java_bin(), *(JVM_FLAGS if flags is None else flags), f"-Duser.home={home}",
             f"-Drocketmq.client.logRoot={home / 'logs'}", "-cp", classpath, main, *args]
 
 

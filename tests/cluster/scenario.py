@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from tests.cluster.harness import QUEUES, TOPIC, ClientProc, Lines, TwoGroups, stored
-from tests.ha.harness import Proc, wait_until
+from testkit.ha import Proc, wait_until
 
 #: Acks each phase waits for; bounded so a run stays short.
 SPREAD_ACKS = 20  # per group before the kill and after the restart

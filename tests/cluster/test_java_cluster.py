@@ -14,7 +14,7 @@ from tests.admin.mqadmin_java import FAILURE_TEXT, MQAdmin
 from tests.cluster import java_client
 from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario, Run
-from tests.ha.harness import wait_until
+from testkit.ha import wait_until
 from tests.replay.cli import deliberate
 
 BENCH_TOPIC = "T_cluster_bench"

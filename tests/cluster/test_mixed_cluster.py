@@ -1,6 +1,6 @@
 """A mixed cluster: rmqtx NameServers, an rmqtx broker group ``a`` and an Apache RocketMQ 4.9.8 broker
-group ``b`` (the Java broker of ``benchmarks/vs_java.py``'s build, started as tests/ha/test_mixed_java.py
-does). The Java client sends and consumes across both, through a kill -9 and restart of the Java group.
+group ``b`` (the Java broker of ``testkit/java.py``'s 4.9.8 build, as in tests/ha/test_mixed_java.py).
+The Java client sends and consumes across both, through a kill -9 and restart of the Java group.
 
 Trial-only in CI (JVMs and a build of 4.9.8): the pytest env ignores this file.
 """
@@ -12,7 +12,7 @@ import unittest
 from tests.cluster import java_client
 from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario
-from tests.ha.test_mixed_java import JavaBroker
+from testkit.java import JavaBroker
 
 
 class MixedClusterTest(java_client.JavaClients, FailoverScenario, unittest.TestCase):

@@ -9,7 +9,7 @@ import unittest
 
 from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, TwoGroups, python_client, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario
-from tests.ha.harness import wait_until
+from testkit.ha import wait_until
 
 PAUSE_MS = "10"
 

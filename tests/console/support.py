@@ -15,7 +15,8 @@ from rmqtx.common import fastjson
 from rmqtx.remoting.codes import RESPONSE_FLAG, RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
-from tests.e2e.harness import Standalone, call, free_port
+from testkit.ports import free_port
+from testkit.standalone import Standalone, call
 
 
 def console_server(admin: bool = True, extra: dict[str, str] | None = None, server: Standalone | None = None) -> Standalone:

@@ -22,7 +22,7 @@ from tests.console.support import (
     send_back_to_dlq,
     wait_for,
 )
-from tests.e2e.harness import call
+from testkit.standalone import call
 
 
 def _route_code(server, topic: str) -> int:

@@ -14,7 +14,8 @@ import unittest
 from pathlib import Path
 
 from tests.console.support import OnlineConsumer, commit_offset, get_json, post_json, send_back_to_dlq
-from tests.e2e.harness import REPO, Standalone, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO, Standalone
 
 HERE = Path(__file__).resolve().parent
 PAGES = ("cluster", "topics", "groups", "messages", "dlq", "send")

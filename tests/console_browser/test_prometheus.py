@@ -14,7 +14,7 @@ import urllib.request
 from pathlib import Path
 
 from tests.console.support import console_server, post_json
-from tests.e2e.harness import free_port
+from testkit.ports import free_port
 
 SCRAPE_CONFIG = """\
 global:

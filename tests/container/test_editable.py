@@ -12,7 +12,8 @@ import unittest
 from pathlib import Path
 
 from deploy.image import package_sources
-from tests.e2e.harness import REPO, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO
 
 
 def copy_sources(dest: Path) -> None:

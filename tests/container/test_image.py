@@ -20,7 +20,8 @@ from deploy.image import STORE, ensure_image
 from interop.container import engine, run_flags
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import REPO, call, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO, call
 
 CLIENT = """
 import queue, sys

@@ -7,7 +7,7 @@ import sys
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes, stop_when_all_seen
+from testkit.standalone import EventReader, ServerPerTest, real_events, run_client, settle_with_probes, stop_when_all_seen
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 SEND_OK = 0

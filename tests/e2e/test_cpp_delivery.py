@@ -8,7 +8,7 @@ import unittest
 from collections import defaultdict
 from pathlib import Path
 
-from tests.e2e.harness import EventReader, ServerPerTest, real_events, run_client, settle_with_probes, stop_when_all_seen
+from testkit.standalone import EventReader, ServerPerTest, real_events, run_client, settle_with_probes, stop_when_all_seen
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 #: Level 1 = 1 s, level 2 = 2 s, level 3 (first retry) = 1 s: real semantics, short waits.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import ServerPerTest, call, run_client
+from testkit.standalone import ServerPerTest, call, run_client
 
 SCRIPT = str(Path(__file__).with_name("cpp_client.py"))
 

@@ -7,7 +7,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import REPO, ServerPerTest, run_client, wait_for
+from testkit.standalone import REPO, ServerPerTest, run_client, wait_for
 
 SCRIPT = str(Path(__file__).with_name("node_client.js"))
 NODE = shutil.which("node")
@@ -66,7 +66,7 @@ class NodeDeliveryTest(ServerPerTest, unittest.TestCase):
 
     def test_always_failing_ends_in_the_dlq(self) -> None:
         from rmqtx.remoting import RemotingCommand, RequestCode, ResponseCode
-        from tests.e2e.harness import call
+        from testkit.standalone import call
 
         self.server.create_topic("T_node_dlq")
         self.node("produce", "T_node_dlq", "P_node_dlq", "1")
@@ -100,7 +100,7 @@ class NodeDeadLetterTest(ServerPerTest, unittest.TestCase):
         from rmqtx.remoting.headers import QueryMessageRequestHeader
         from rmqtx.common.message import parse_properties
         from tests.broker.wire import decode_records
-        from tests.e2e.harness import call
+        from testkit.standalone import call
 
         self.server.create_topic("T_node_dead")
         self.node("produce", "T_node_dead", "P_node_dead", "1")

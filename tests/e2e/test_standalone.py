@@ -13,7 +13,8 @@ from pathlib import Path
 
 from rmqtx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rmqtx.remoting.serializer import decode_frame
-from tests.e2e.harness import REPO, Standalone, call, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO, Standalone, call
 from tests.fixtures import records
 
 TWISTD = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()"]

@@ -16,8 +16,8 @@ import unittest
 from rmqtx.common.message import parse_properties
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import Standalone, call, wait_for
-from tests.ha.harness import Sender, pull
+from testkit.standalone import Standalone, call, wait_for
+from testkit.ha import Sender, pull
 
 PRECISION_MS = 100
 #: How late a delivery may be beyond the precision on a busy shared 2-core machine.

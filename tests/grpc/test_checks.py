@@ -13,8 +13,8 @@ import time
 import unittest
 from typing import Any
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue, run_driver, stop_cleanly
-from tests.ha.harness import Sender
+from testkit.py5 import PY5_VENV, grpc_standalone, pull_queue, run_driver, stop_cleanly
+from testkit.ha import Sender
 
 METADATA = (("x-mq-client-id", "rmqtx-checks@1"),)
 TOPIC = "GRPC_CHECKS"

@@ -9,8 +9,8 @@ import socket
 import subprocess
 import unittest
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone
-from tests.e2e.harness import free_port
+from testkit.py5 import PY5_VENV, grpc_standalone
+from testkit.ports import free_port
 from tests.ops.support import TWISTD, Scratch, tree_env
 
 

@@ -10,8 +10,8 @@ import os
 import time
 import unittest
 
-from tests.grpc.load import Figures, Load
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, stop_cleanly
+from testkit.grpc_load import Figures, Load
+from testkit.py5 import PY5_VENV, grpc_standalone, stop_cleanly
 
 RECEIVERS = 300
 STREAMS = 50

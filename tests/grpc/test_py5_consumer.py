@@ -13,8 +13,8 @@ from rmqtx.common import fastjson
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 
-from tests.e2e.harness import call, wait_for
-from tests.grpc.py5 import GrpcServerTest, pull_queue, run_driver
+from testkit.standalone import call, wait_for
+from testkit.py5 import GrpcServerTest, pull_queue, run_driver
 
 QUEUES = 4
 

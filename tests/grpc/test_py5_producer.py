@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from rmqtx.common.javacompat import java_string_hash
-from tests.grpc.py5 import GrpcServerTest, pull_topic, run_driver, wait_for_bodies
+from testkit.py5 import GrpcServerTest, pull_topic, run_driver, wait_for_bodies
 
 QUEUES = 4
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode
-from tests.e2e.harness import free_port
-from tests.grpc.py5 import PY5_VENV, GrpcServerTest, pull_topic, run_driver
+from testkit.ports import free_port
+from testkit.py5 import PY5_VENV, GrpcServerTest, pull_topic, run_driver
 from tests.security.acl_support import raw_call, signed
 from tests.security.certs import make_certs
 from tests.security.test_tls import TlsStandalone, call_over

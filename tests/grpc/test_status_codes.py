@@ -9,8 +9,8 @@ import threading
 import time
 import unittest
 
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, pull_queue, stop_cleanly
-from tests.ha.harness import Sender
+from testkit.py5 import PY5_VENV, grpc_standalone, pull_queue, stop_cleanly
+from testkit.ha import Sender
 
 METADATA = (("x-mq-client-id", "rmqtx-test@1"),)
 
@@ -158,7 +158,7 @@ class StatusCodeTest(unittest.TestCase):
         from rmqtx.common import fastjson
         from rmqtx.remoting.codes import RequestCode, ResponseCode
         from rmqtx.remoting.command import RemotingCommand
-        from tests.e2e.harness import call
+        from testkit.standalone import call
 
         for name, policy in (("GID_status_fifo", {"type": "CUSTOMIZED", "customizedRetryPolicy": {"next": [1000, 2000]}}),
                              ("GID_status_exp", {"type": "EXPONENTIAL", "exponentialRetryPolicy": {"initial": 500, "max": 8000,

@@ -1,4 +1,4 @@
-"""The same gRPC requests against Apache RocketMQ 5.4.0's proxy (Local mode, tests/grpc/apache.py) and against
+"""The same gRPC requests against Apache RocketMQ 5.4.0's proxy (Local mode, testkit/apache5.py) and against
 rmqtx's standalone with ``--grpc-port``: rmqtx must answer each with Apache's ``status.code`` (issue 28: "same
 successes, same refusals"). Messages may differ, except where Apache's names a token a client may match on.
 
@@ -19,8 +19,8 @@ import unittest
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tests.grpc.apache import BROKER_NAME, ApacheProxy
-from tests.grpc.py5 import PY5_VENV, grpc_standalone, run_driver
+from testkit.apache5 import BROKER_NAME, ApacheProxy
+from testkit.py5 import PY5_VENV, grpc_standalone, run_driver
 
 MIB = 1024 * 1024
 SETTINGS_RACE = 'because "settings" is null'

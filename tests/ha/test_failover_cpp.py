@@ -10,8 +10,8 @@ import threading
 import unittest
 
 from rmqtx.remoting.codes import ResponseCode
-from tests.e2e.harness import REPO
-from tests.ha.harness import Cluster, Sender, wait_until
+from testkit.standalone import REPO
+from testkit.ha import Cluster, Sender, wait_until
 
 try:
     import rocketmq.client  # noqa: F401

@@ -5,9 +5,8 @@ reads them all from the slave, and reads from the master again once it is back.
 
 Each test starts a JVM (twice for the Java master): slow, so CI runs this module once (trial only).
 
-The Java jars come from the bench-vs-java helper's ``benchmarks/vs_java.py`` (it builds 4.9.8 from the
-source release on Maven Central, once, into ``~/.cache/rmqtx-bench``); this module reuses its build
-function, JVM flags and logback configuration instead of copying them.
+The Java jars and the Java broker come from ``testkit/java.py`` (it builds 4.9.8 from the source
+release on Maven Central, once, into ``~/.cache/rmqtx-bench``), shared with ``benchmarks/vs_java.py``.
 """
 
 from __future__ import annotations
@@ -25,97 +24,11 @@ from rmqtx.broker.jsonfiles import loads_fastjson
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.store.record import decode_record
-from tests.e2e.harness import REPO, call
-from tests.ha.harness import Cluster, Proc, Sender, stored_offset, wait_until
+from testkit.ha import Cluster, Sender, stored_offset, wait_until
+from testkit.java import JavaBroker, java_classpaths, java_port
+from testkit.standalone import REPO, call
 
-try:
-    from benchmarks import vs_java
-except ImportError:  # the bench-vs-java branch is not merged yet
-    vs_java = None
-
-JAVA_HEAP = ["-Xms256m", "-Xmx256m", "-XX:MaxDirectMemorySize=512m"]
 TOPIC = "T_mixed"
-#: 4.9.8 unmaps files through java.nio internals when it recovers a store after a crash; JDK 9+ must open
-#: them (only JDK 9+ launchers read this variable, so a JDK 8 is not affected).
-JDK9_OPENS = (
-    "--add-opens=java.base/java.nio=ALL-UNNAMED --add-opens=java.base/sun.nio.ch=ALL-UNNAMED "
-    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED --add-exports=java.base/jdk.internal.ref=ALL-UNNAMED")
-
-
-def java_opens() -> list[str]:
-    """On Java 9+, what 4.9.8's store needs to unmap files by reflection: without it a broker restarted
-    after kill -9 dies in IndexService.load (it destroys the unfinished last index file). Apache's
-    runbroker.sh adds nothing, so a 4.9.8 broker on Java 17 has the same trouble there."""
-    import re
-    import subprocess
-
-    text = subprocess.run([vs_java.java_bin(), "-version"], capture_output=True, text=True).stderr
-    m = re.search(r'version "(\d+)', text)
-    if m is None or m.group(1) == "1":  # 1.8 and older
-        return []
-    return ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-            "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
-
-
-_TAKEN: set[int] = set()  # ports handed out in this process, so two Java brokers never share one
-
-
-def _java_port() -> int:
-    """A broker port whose port-2 (Java's fast port) and port+1 (Java's HA port, always listenPort+1) are free."""
-    for _ in range(50):
-        port = vs_java.free_port(_TAKEN, gap_below=2)
-        if vs_java.port_free(port + 1):
-            _TAKEN.add(port + 1)
-            return port
-    raise RuntimeError("no free port triple for a Java broker")
-
-
-class JavaBroker(Proc):
-    """The 4.9.8 broker in its own JVM, with a minimal ROCKETMQ_HOME."""
-
-    def __init__(self, root: Path, name: str, namesrv: str, conf: dict[str, str]) -> None:
-        super().__init__(root, name)
-        self.port = _java_port()
-        self.addr = f"127.0.0.1:{self.port}"
-        self.ha_addr = f"127.0.0.1:{self.port + 1}"
-        self.store = root / name / "store"
-        self.conf = {"brokerClusterName": "HaCluster", "brokerName": "broker-a", "brokerIP1": "127.0.0.1",
-                     "namesrvAddr": namesrv, "listenPort": str(self.port), "storePathRootDir": str(self.store),
-                     "storePathCommitLog": str(self.store / "commitlog"), "mappedFileSizeCommitLog": str(1024 * 1024),
-                     "flushDiskType": "ASYNC_FLUSH", **conf}
-
-    def start(self, timeout: float = 60) -> "JavaBroker":
-        home = self.root / f"{self.name}-home"
-        (home / "conf").mkdir(parents=True, exist_ok=True)
-        (home / "conf" / "logback_broker.xml").write_text(vs_java.LOGBACK.format(log=self.log_path))
-        conf = self.root / f"{self.name}.conf"
-        conf.write_text("".join(f"{k}={v}\n" for k, v in self.conf.items()))
-        cps = vs_java.java_classpaths()
-        cmd = [vs_java.java_bin(), *JAVA_HEAP, *vs_java.BROKER_OPTS, *java_opens(), f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
-               "-cp", cps["broker"], "org.apache.rocketmq.broker.BrokerStartup", "-c", str(conf)]
-        import subprocess
-
-        with open(self.root / f"{self.name}.out", "ab") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                         env={**os.environ, "ROCKETMQ_HOME": str(home), "JDK_JAVA_OPTIONS": JDK9_OPENS}, start_new_session=True)
-        wait_until(lambda: self._up(), timeout, f"Java broker {self.name}", step=0.2)
-        return self
-
-    def _up(self) -> bool:
-        if not self.alive():
-            raise AssertionError(f"Java broker {self.name} exited:\n{(self.root / f'{self.name}.out').read_text()[-3000:]}")
-        return vs_java.accepts(self.addr)
-
-    def stop(self) -> bool:
-        if self.proc is not None and self.proc.poll() is None:
-            vs_java.stop(self.proc, grace=20)
-        return True
-
-    def commit_log_bytes(self, upto: int | None = None) -> bytes:
-        d = self.store / "commitlog"
-        out = b"".join((d / n).read_bytes() for n in sorted(os.listdir(d)) if n.isdigit())
-        return out if upto is None else out[:upto]
-
 
 def _load(addr: str, count: int, producers: int = 3) -> list[int]:
     """Several producers sending count messages in all; the response codes."""
@@ -194,12 +107,11 @@ def _first_ack(addr: str) -> None:
         sender.close()
 
 
-@unittest.skipIf(vs_java is None, "needs benchmarks/vs_java.py from the bench-vs-java branch (builds the 4.9.8 jars)")
 @unittest.skipIf(shutil.which(os.environ.get("JAVA_HOME", "") + "/bin/java" if os.environ.get("JAVA_HOME") else "java") is None,
                  "needs a JDK")
 class MixedPairTest(unittest.TestCase):
     def setUp(self) -> None:
-        vs_java.java_classpaths()  # builds once (minutes) on a fresh machine, cached after
+        java_classpaths()  # builds once (minutes) on a fresh machine, cached after
         self.cluster = Cluster()
         self.consumer: subprocess.Popen | None = None
         self.lines: list[dict] = []
@@ -287,7 +199,7 @@ class MixedPairTest(unittest.TestCase):
 
     def test_java_slave_of_rmqtx_master(self) -> None:
         master = self.cluster.broker("rmqtx-master", brokerRole="SYNC_MASTER")
-        master.port = _java_port()  # a Java slave fetches topic config on listenPort - 2, which must be free
+        master.port = java_port()  # a Java slave fetches topic config on listenPort - 2, which must be free
         master.addr = f"127.0.0.1:{master.port}"
         master.start()
         java = JavaBroker(self.cluster.root, "java-slave", self.cluster.namesrv.addr, {"brokerRole": "SLAVE", "brokerId": "1"})

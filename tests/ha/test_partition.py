@@ -12,7 +12,7 @@ import threading
 import unittest
 
 from rmqtx.remoting.codes import ResponseCode
-from tests.ha.harness import Cluster, Sender, pull, wait_until
+from testkit.ha import Cluster, Sender, pull, wait_until
 from tests.ha.test_replication import commit_log_end, send_many
 
 TOPIC = "T_ha"  # send_many's topic

@@ -10,8 +10,8 @@ import unittest
 
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.store.record import decode_record
-from tests.e2e.harness import REPO
-from tests.ha.harness import Cluster, Sender, pull, stored_offset, wait_until
+from testkit.standalone import REPO
+from testkit.ha import Cluster, Sender, pull, stored_offset, wait_until
 
 TOPIC = "T_ha"
 NOT_AVAILABLE = re.compile(

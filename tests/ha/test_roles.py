@@ -11,8 +11,8 @@ from rmqtx.broker.jsonfiles import loads_fastjson
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.store.config import StoreConfig
-from tests.e2e.harness import call
-from tests.ha.harness import Cluster, Sender, pull, wait_until
+from testkit.standalone import call
+from testkit.ha import Cluster, Sender, pull, wait_until
 
 
 class RoleConfigTest(unittest.TestCase):

@@ -16,7 +16,7 @@ from rmqtx.remoting.headers import (ConsumerSendMsgBackRequestHeader, EndTransac
                                     SendMessageRequestHeader, send_header_to_v2)
 from rmqtx.remoting.serializer import decode_frame, encode_frame
 from rmqtx.store.record import RecordError, decode_record
-from tests.ha.harness import Cluster, Sender, stored_offset, wait_until
+from testkit.ha import Cluster, Sender, stored_offset, wait_until
 
 TOPIC = "T_waits"
 GROUP = "P_ha"  # the Sender's producer group

@@ -10,8 +10,8 @@ import time
 import unittest
 
 from rmqtx.remoting.codes import ResponseCode
-from tests.e2e.harness import free_port
-from tests.ha.harness import Cluster, Sender, wait_until
+from testkit.ports import free_port
+from testkit.ha import Cluster, Sender, wait_until
 from tests.ha.test_replication import TOPIC, commit_log_end, send_many
 
 HEADER = struct.Struct(">qi")

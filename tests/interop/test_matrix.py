@@ -16,8 +16,9 @@ from interop.drivers import all_drivers
 from interop.runner import Cell
 from interop.scenarios import SCENARIOS
 from interop.server import LEVELS, MATRIX_CONF
-from tests.e2e.harness import REPO, Standalone, free_port
-from tests.grpc.py5 import PY5_VENV
+from testkit.ports import free_port
+from testkit.standalone import REPO, Standalone
+from testkit.py5 import PY5_VENV
 
 #: Every column: java, java5, go, cpp, node, python and the 5.x gRPC SDKs py5, java5grpc, node5, go5.
 DRIVERS = all_drivers()

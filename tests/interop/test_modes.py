@@ -20,7 +20,7 @@ from interop.drivers.node import NO_TLS as NODE_NO_TLS
 from interop.modes import SECRETS
 from interop.runner import Cell
 from interop.scenarios import BY_KEY
-from tests.e2e.harness import REPO
+from testkit.standalone import REPO
 
 DRIVERS = all_drivers()
 CLIENTS = list(DRIVERS)

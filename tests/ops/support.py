@@ -8,7 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.e2e.harness import REPO, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO
 
 TWISTD = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()"]
 

@@ -9,7 +9,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import REPO
+from testkit.standalone import REPO
 
 UNIT = REPO / "conf" / "rmqtx-standalone.service"
 

@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 from rmqtx.common.progress import Progress
-from tests.e2e.harness import REPO
+from testkit.standalone import REPO
 from tests.store.helpers import FIXTURES
 
 

@@ -6,8 +6,8 @@ import os
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import Standalone
-from tests.ha.harness import wait_until
+from testkit.standalone import Standalone
+from testkit.ha import wait_until
 
 GIB = 1024**3
 

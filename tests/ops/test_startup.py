@@ -13,7 +13,7 @@ import unittest
 
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import Standalone, call
+from testkit.standalone import Standalone, call
 from tests.ops.support import TWISTD, Scratch, tree_env
 
 

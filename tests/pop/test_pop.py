@@ -12,7 +12,7 @@ import orjson
 from rmqtx.client.message import decode_messages
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import Standalone, call, wait_for
+from testkit.standalone import Standalone, call, wait_for
 from tests.security.test_hostile_bodies import Conn
 from tests.pop.wire import ack, batch_ack, change_invisible, pop, pop_until
 

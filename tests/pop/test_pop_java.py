@@ -10,7 +10,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from tests.e2e.harness import Standalone
+from testkit.standalone import Standalone
 
 HERE = Path(__file__).resolve().parent
 _classpath: str | None = None

@@ -11,7 +11,7 @@ from rmqtx.common.pop_keys import extra_info
 from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import Standalone, call
+from testkit.standalone import Standalone, call
 
 BROKER_NAME = "broker-a"
 

@@ -16,7 +16,7 @@ from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
-from tests.e2e.harness import REPO, Standalone
+from testkit.standalone import REPO, Standalone
 
 HERE = Path(__file__).resolve().parent
 USER, USER_SK = "RocketMQUser", "user-secret-1"

@@ -263,7 +263,7 @@ class AdminToolAclTest(AclCase):
         import subprocess
         import sys
 
-        from tests.e2e.harness import REPO
+        from testkit.standalone import REPO
 
         def rmqadmin(*args: str) -> subprocess.CompletedProcess:
             return subprocess.run([sys.executable, "-m", "rmqtx.tools.admin", "updateTopic", "-n", self.server.namesrv,

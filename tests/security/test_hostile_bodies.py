@@ -8,7 +8,7 @@ import unittest
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
-from tests.e2e.harness import Standalone
+from testkit.standalone import Standalone
 from tests.security.hostile import BAD_BODIES, BODY_CODES
 
 

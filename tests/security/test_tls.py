@@ -16,7 +16,7 @@ from pathlib import Path
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
-from tests.e2e.harness import REPO, Standalone
+from testkit.standalone import REPO, Standalone
 from tests.security.acl_support import HERE, java_scenario
 from tests.security.certs import make_certs
 

@@ -5,8 +5,8 @@ import time
 
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import call
-from tests.ha.harness import Cluster, Sender, wait_until
+from testkit.standalone import call
+from testkit.ha import Cluster, Sender, wait_until
 
 GROUPS = ("broker-a", "broker-b")
 

@@ -10,7 +10,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.e2e.harness import free_port
+from testkit.ports import free_port
 
 
 def spark_home() -> Path:

@@ -1,7 +1,7 @@
 """The network source and sink against an Apache RocketMQ 4.9.8 broker group next to an rmqtx one.
 
 One rmqtx NameServer with broker group a (rmqtx) and b (the Apache 4.9.8 broker jar, built once from
-the source release by benchmarks/vs_java.py into ~/.cache/rmqtx-bench). Slow (a JVM broker):
+the source release by testkit/java.py into ~/.cache/rmqtx-bench). Slow (a JVM broker):
 run once per CI, under trial (tox's pytest env ignores tests/spark_cluster).
 """
 from __future__ import annotations
@@ -12,15 +12,11 @@ import tempfile
 
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import call
-from tests.ha.harness import Cluster as Servers
-from tests.ha.harness import Sender, wait_until
+from testkit.standalone import call
+from testkit.ha import Cluster as Servers
+from testkit.ha import Sender, wait_until
+from testkit.java import JavaBroker, java_classpaths
 from tests.spark.support import NO_SPARK, SparkTestCase, requires_spark
-
-try:
-    from tests.ha.test_mixed_java import JavaBroker, vs_java
-except ImportError:  # pragma: no cover
-    vs_java = None
 
 if not NO_SPARK:
     from rmqtx.spark.wire import Cluster
@@ -32,9 +28,7 @@ TOPIC = "A_MIXED"
 class ApacheBrokerTest(SparkTestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        if vs_java is None:
-            raise AssertionError("tests.ha.test_mixed_java and benchmarks/vs_java.py are needed for the Apache broker")
-        vs_java.java_classpaths()  # builds once on a fresh machine, cached after
+        java_classpaths()  # builds once on a fresh machine, cached after
         super().setUpClass()
         cls.tmp = tempfile.TemporaryDirectory(prefix="rmqtx-spark-apache-")
         cls.servers = Servers()

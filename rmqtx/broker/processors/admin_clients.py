@@ -63,7 +63,7 @@ class ClientAdminProcessor:
             "consumeFromWhere": info.consume_from_where,
             "consumeType": info.consume_type,
             "messageModel": info.message_model,
-            "subscriptionTable": JavaMap({t: s.to_json() for t, s in info.subscriptions.items()}),
+            "subscriptionTable": JavaMap({t: s.broker_json() for t, s in info.subscriptions.items()}),
         }
         return ok(request, fastjson.dumps(body))
 

@@ -232,7 +232,7 @@ class GroupAdminProcessor:
             if sub is None:
                 body["filterData"] = f"{header.consumerGroup}@{header.topic} is not online!"
             else:
-                body["subscriptionData"] = sub.to_json()
+                body["subscriptionData"] = sub.broker_json()
         units = []
         for index in range(header.index, header.index + max(0, header.count)):
             unit = cq.unit_at(index)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 
-from rmqtx.broker.clients import ClientChannel, SubscriptionData
+from rmqtx.broker.clients import ClientChannel
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.broker.context import BrokerContext
 from rmqtx.common.topics import PERM_READ, PERM_WRITE, RETRY_PREFIX, validate_name
 from rmqtx.filter import FilterSyntaxError, compile_cached

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 from twisted.internet import defer
 
-from rmqtx.broker.clients import SubscriptionData
+from rmqtx.broker.clients import tags_filter
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.pop.revive import CheckPoint
 from rmqtx.broker.processors.pull import _keep_matching
@@ -106,9 +107,9 @@ class PopProcessor:
             return refusal
         sub = SubscriptionData.from_expression(header.topic, header.exp or "*", header.expType)
         expression = None
-        if not sub.is_tag_type:
+        if not sub.is_tag:
             try:
-                expression = compile_cached(sub.subString)
+                expression = compile_cached(sub.sub_string)
             except FilterSyntaxError:
                 return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed")
         order = bool(header.order)
@@ -169,7 +170,7 @@ class PopProcessor:
         if room <= 0:
             popped.rest += max(store.get_max_offset_in_queue(topic, queue_id) - offset, 0)
             return
-        message_filter = sub.message_filter() if sub is not None else None
+        message_filter = tags_filter(sub) if sub is not None else None
         got = store.get_message(topic, queue_id, offset, room, message_filter)
         if got.status in _RESET:
             offset = got.next_begin_offset

@@ -6,7 +6,8 @@ to 11, so it is answered here too, as Apache 5.x does (refused when ``litePullMe
 
 from __future__ import annotations
 
-from rmqtx.broker.clients import SubscriptionData
+from rmqtx.broker.clients import tags_filter
+from rmqtx.common.subscription import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.common.message import parse_properties
 from rmqtx.common.sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
@@ -83,7 +84,7 @@ class PullProcessor:
         sub = info.subscriptions.get(header.topic)
         if sub is None:
             return None, request.make_response(ResponseCode.SUBSCRIPTION_NOT_EXIST, f"the consumer's subscription not exist{FAQ_SUFFIX}")
-        if sub.subVersion < header.subVersion:
+        if sub.sub_version < header.subVersion:
             return None, request.make_response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         return sub, None
 
@@ -115,18 +116,18 @@ class PullProcessor:
         if error is not None:
             return error
         expression = None
-        message_filter = sub.message_filter()
-        if not sub.is_tag_type:
+        message_filter = tags_filter(sub)
+        if not sub.is_tag:
             if not ctx.config.enablePropertyFilter:
                 return request.make_response(
-                    ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expressionType}"
+                    ResponseCode.SYSTEM_ERROR, f"The broker does not support consumer to filter message by {sub.expression_type}"
                 )
             try:
-                expression = compile_cached(sub.subString)
+                expression = compile_cached(sub.sub_string)
             except FilterSyntaxError as exc:
                 return request.make_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc))
             if not header.sysFlag & FLAG_SUBSCRIPTION:  # bit maps hold registered groups only, as in Java
-                message_filter = ctx.filters.cq_filter(header.topic, header.consumerGroup, sub.subString)
+                message_filter = ctx.filters.cq_filter(header.topic, header.consumerGroup, sub.sub_string)
         result: GetResult = ctx.store.get_message(
             header.topic, header.queueId, header.queueOffset, header.maxMsgNums, message_filter
         )

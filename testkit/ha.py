@@ -13,7 +13,8 @@ from typing import Callable
 
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import REPO, call, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO, call
 
 TWISTD = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile="]
 

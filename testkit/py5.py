@@ -15,7 +15,8 @@ from rmqtx.client.message import MessageExt, decode_messages
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
-from tests.e2e.harness import REPO, Standalone, call, free_port
+from testkit.ports import free_port
+from testkit.standalone import REPO, Standalone, call
 
 #: scripts/ensure-py5.sh makes it; $RMQTX_PY5_VENV points elsewhere.
 PY5_VENV = Path(os.environ.get("RMQTX_PY5_VENV") or REPO / "interop" / "py5" / ".venv")

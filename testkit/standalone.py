@@ -13,12 +13,12 @@ import threading
 import time
 from pathlib import Path
 
-from interop.ports import free_port
+from testkit.ports import free_port
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def call(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:

@@ -1,11 +1,11 @@
 """Apache RocketMQ 5.4.0's NameServer and gRPC Proxy in Local mode (the broker inside the proxy's JVM), on
 free loopback ports with everything in a temp dir: the reference rmqtx's gRPC endpoint is measured against.
 
-The jars come from Maven Central only, through ``tests/grpc/apache5/pom.xml``; the resolved classpath is
+The jars come from Maven Central only, through ``testkit/apache5/pom.xml``; the resolved classpath is
 cached under ``$XDG_CACHE_HOME/rmqtx-apache5/`` (or ``~/.cache/rmqtx-apache5/``) and used only while every
 jar in it still exists.
 
-``python -m tests.grpc.apache`` starts the pair for a benchmark, prints the proxy's gRPC address and the
+``python -m testkit.apache5`` starts the pair for a benchmark, prints the proxy's gRPC address and the
 JVMs' pids as one JSON line, and runs until SIGINT/SIGTERM.
 """
 
@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from interop.ports import free_port
+from testkit.ports import free_port
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
-from tests.e2e.harness import call
+from testkit.standalone import call
 
 POM = Path(__file__).resolve().parent / "apache5" / "pom.xml"
 VERSION = "5.4.0"
@@ -304,7 +304,7 @@ def _half(size: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Start the pair, print where it is, and stay up until SIGINT or SIGTERM (for benchmarks/grpc_load.py)."""
-    parser = argparse.ArgumentParser(prog="python -m tests.grpc.apache", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m testkit.apache5", description=__doc__.split("\n\n")[0])
     parser.add_argument("--topic", action="append", default=[], metavar="NAME[:QUEUES]",
                         help="create this topic (4 queues unless :QUEUES), repeatable")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the JVMs to come up")
