@@ -15,10 +15,12 @@ import subprocess
 import unittest
 from pathlib import Path
 
+from testkit import java as java498
+from testkit.ha import wait_until
 from tests.cluster import java_client
-from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, Namesrv, TwoGroups, rmqadmin, rows, stored
+from tests.cluster.harness import (CLUSTER, QUEUES, TOPIC, Namesrv, TwoGroups,
+                                   rmqadmin, rows, stored)
 from tests.cluster.scenario import FailoverScenario
-from tests.ha.harness import wait_until
 
 
 class ApacheNamesrv(Namesrv):
@@ -33,10 +35,10 @@ class ApacheNamesrv(Namesrv):
         home = self.root / f"{self.name}-home"
         (home / "conf").mkdir(parents=True, exist_ok=True)
         # 4.9.8 reads its logback file from ROCKETMQ_HOME/conf; 5.x carries its own in the jar
-        (home / "conf" / "logback_namesrv.xml").write_text(java_client.vs_java.LOGBACK.format(log=self.root / f"{self.name}.rocketmq.log"))
+        (home / "conf" / "logback_namesrv.xml").write_text(java498.LOGBACK.format(log=self.root / f"{self.name}.rocketmq.log"))
         conf = self.root / f"{self.name}.conf"
         conf.write_text(f"listenPort={self.port}\nkvConfigPath={self.root / f'{self.name}-kvConfig.json'}\n")
-        java = java_client.vs_java.java_bin()
+        java = java498.java_bin()
         cmd = [java, "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
                "-cp", self.classpath, "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf)]
         with open(self.log_path, "ab") as out:
@@ -69,7 +71,7 @@ class ApacheNamesrvs(TwoGroups):
 
 
 def apache5_classpath() -> str:
-    from tests.grpc.apache import ApacheUnavailable, classpath
+    from testkit.apache5 import ApacheUnavailable, classpath
 
     try:
         return classpath()

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.serializer import decode_frame
+from testkit.ha import Broker, Cluster, wait_until
 from tests.fixtures import FIXTURES, records
-from tests.ha.harness import Broker, Cluster, wait_until
 
 JAVA_PORT = 20911
 
