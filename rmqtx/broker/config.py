@@ -12,6 +12,7 @@ from twisted.logger import Logger
 
 from rmqtx.common import unimplemented
 from rmqtx.common.properties import parse_bool
+from rmqtx.console.config import METRICS_KEYS
 from rmqtx.store.timer import KEYS as TIMER_KEYS
 
 log = Logger(namespace="rmqtx.broker.config")
@@ -57,7 +58,7 @@ CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEn
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
-                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS | METRICS_KEYS
 
 
 @dataclass

@@ -237,14 +237,21 @@ class ConsoleSite(server.Site):
         return super().getResourceFor(request)
 
 
-def build_site(broker: Any, config: ConsoleConfig) -> server.Site:
-    views = ConsoleViews(broker)
+def build_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = None) -> server.Site:
+    views = views or ConsoleViews(broker)
     views.store_size()  # the first walk of the store's files starts now
     root = static.File(str(STATIC))
     root.indexNames = ["index.html"]
     root.putChild(b"api", ApiResource(broker, config, views))
-    root.putChild(b"metrics", MetricsResource(BrokerMetrics(broker, views)))
+    root.putChild(b"metrics", MetricsResource(BrokerMetrics(broker, views, config.metrics)))
     return ConsoleSite(root, config.listen_address in ("127.0.0.1", "::1", "localhost"))
+
+
+def build_prometheus_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = None) -> server.Site:
+    """What Apache's Prometheus exporter port serves: the metrics text at any path, nothing else."""
+    views = views or ConsoleViews(broker)
+    views.store_size()
+    return ConsoleSite(MetricsResource(BrokerMetrics(broker, views, config.metrics)), loopback_only=False)
 
 
 def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
@@ -253,4 +260,15 @@ def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
     host = port.getHost()
     log.info("console and /metrics on http://{host}:{port}/ (admin actions {admin})", host=host.host, port=host.port,
              admin="enabled" if config.admin_enable else "disabled")
+    return port
+
+
+def listen_prometheus(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
+    """metricsExporterType=PROM: /metrics on metricsPromExporterHost (brokerIP1 when blank) and
+    metricsPromExporterPort, as Apache 5.x serves its exporter; returns the listening port."""
+    host = config.metrics.prom_host or broker.config.brokerIP1
+    port = reactor.listenTCP(config.metrics.prom_port, build_prometheus_site(broker, config), interface=host)
+    bound = port.getHost()
+    log.info("Prometheus /metrics (metricsExporterType=PROM) on http://{host}:{port}/metrics", host=bound.host,
+             port=bound.port)
     return port
