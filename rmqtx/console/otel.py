@@ -29,6 +29,8 @@ SYSTEM_GROUP_PREFIX = "cid_rmq_sys_"
 CONSUME_MODE = {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push", "CONSUME_POP": "pop"}
 #: The le labels of rocketmq_message_size, as Java's Double.toString prints the bounds.
 SIZE_LE = tuple(f"{float(b)}" for b in MESSAGE_SIZE_BOUNDS) + ("+Inf",)
+#: Java's MESSAGE_STORE_TIMESTAMP_POSITION + 8: what must be written for the first record's store time to be read.
+STORE_TIMESTAMP_END = 56 + 8
 STORE_LABELS = {"storage_type": "local", "storage_medium": "disk"}
 
 
@@ -111,8 +113,10 @@ def otel_families(broker: Any, settings: MetricsConfig, runtime: dict[str, str])
     if "enableLagAndDlqMetrics" in on:
         _lag(out, ctx, cfg)
         for (group, topic), n in sorted(ctx.stats.sent_to_dlq.items()):
-            out.counter("rocketmq_send_to_dlq_messages", "Consumer send to DLQ messages", n, consumer_group=group,
-                        topic=topic, is_system=_flag(is_system_topic(topic, cfg) or is_system_group(group)))
+            # a send-back without originTopic: Java's null attribute value leaves the label out
+            labels = {"consumer_group": group, **({"topic": topic} if topic else {}),
+                      "is_system": _flag(is_system_topic(topic, cfg) or is_system_group(group))}
+            out.counter("rocketmq_send_to_dlq_messages", "Consumer send to DLQ messages", n, **labels)
     if "enableMessageStoreMetrics" in on:
         _store(out, ctx, cfg, runtime)
     return out.out
@@ -200,7 +204,10 @@ def _store(out: _Families, ctx: Any, cfg: Any, runtime: dict[str, str]) -> None:
     behind = _number(runtime.get("dispatchBehindBytes"))
     if behind >= 0:
         out.gauge("rocketmq_storage_dispatch_behind_bytes", "Broker dispatch behind bytes", behind, **STORE_LABELS)
-    earliest = _number(runtime.get("earliestMessageTimeStamp"))
+    # 5.x's getEarliestMessageTime: the first record's store time (not the runtime table's 4.x reading)
+    store = ctx.store
+    size = STORE_TIMESTAMP_END + (12 if ":" in cfg.brokerIP1 else 0)
+    earliest = store.commitlog.store_timestamp_at(store.min_phy_offset, size) if store.max_phy_offset > store.min_phy_offset else -1
     if earliest > 0:
         out.gauge("rocketmq_storage_message_reserve_time_milliseconds", "Broker message reserve time",
                   int(time.time() * 1000) - earliest, **STORE_LABELS)

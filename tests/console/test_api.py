@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -23,10 +22,23 @@ from tests.console.support import (
     wait_for,
 )
 from tests.e2e.harness import call
+from tests.ha.harness import pull
 
 
 def _route_code(server, topic: str) -> int:
     return call(server.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
+
+
+#: The labels Apache 5.x's broker puts on every OpenTelemetry sample (no metricsLabel, metricsInDelta off).
+BROKER_LABELS = {"otel_scope_name": "broker-meter", "node_type": "broker", "cluster": "DefaultCluster", "node_id": "broker-a"}
+
+
+def otel(by_name: dict[str, list], name: str, **labels: str) -> list:
+    """The samples of a 5.x series whose labels include ``labels`` (each also checked for the broker's own)."""
+    found = [s for s in by_name.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+    for sample in found:
+        assert {k: sample.labels.get(k) for k in BROKER_LABELS} == BROKER_LABELS, sample
+    return found
 
 
 def samples(base: str) -> dict[str, list]:
@@ -151,6 +163,26 @@ class ConsoleGroupsTest(_ServerTest):
             self.assertGreaterEqual(latency[0].value, 0)
             count = [s for s in by_name["rocketmq_group_count"] if s.labels["group"] == "CG"]
             self.assertEqual([s.value for s in count], [1.0])
+            # Apache 5.x's names: sends of a normal message, their bytes and sizes
+            sent = dict(topic="LagT", message_type="normal", is_system="false")
+            self.assertEqual([s.value for s in otel(by_name, "rocketmq_messages_in_total", **sent)], [5.0])
+            wrote = otel(by_name, "rocketmq_throughput_in_total", **sent)[0].value
+            self.assertTrue(5 * 100 < wrote < 5 * 400, wrote)  # five stored records of a short body
+            self.assertEqual([s.value for s in otel(by_name, "rocketmq_message_size_count", **sent)], [5.0])
+            self.assertEqual([s.value for s in otel(by_name, "rocketmq_message_size_sum", **sent)], [wrote])
+            buckets = {s.labels["le"]: s.value for s in otel(by_name, "rocketmq_message_size_bucket", **sent)}
+            self.assertEqual(buckets, {"1024.0": 5.0, "4096.0": 5.0, "524288.0": 5.0, "1048576.0": 5.0, "2097152.0": 5.0,
+                                       "4194304.0": 5.0, "+Inf": 5.0})
+            # the online group: lag past its committed offset (queue 1 never committed: no lag, as in Java)
+            lag = otel(by_name, "rocketmq_consumer_lag_messages", consumer_group="CG", topic="LagT")
+            self.assertEqual([(s.labels["is_retry"], s.labels["is_system"], s.value) for s in lag], [("false", "false", 3.0)])
+            age = otel(by_name, "rocketmq_consumer_lag_latency_milliseconds", consumer_group="CG", topic="LagT")[0].value
+            self.assertTrue(0 < age < 120_000, age)
+            conns = otel(by_name, "rocketmq_consumer_connections", consumer_group="CG")
+            self.assertEqual([(s.labels["language"], s.labels["version"], s.labels["consume_mode"], s.labels["protocol_type"],
+                               s.labels["is_system"], s.value) for s in conns], [("java", "v4_9_8", "push", "remoting", "false", 1.0)])
+            self.assertEqual(otel(by_name, "rocketmq_broker_permission")[0].value, 6.0)
+            self.assertGreaterEqual(otel(by_name, "rocketmq_topic_number")[0].value, 2)
             # as in Java, a queue the group never committed refuses the reset (the broker's own remark)
             status, refused = post_json(self.base, "group/reset", {"group": "CG", "topic": "LagT", "timestamp": -1})
             self.assertEqual(status, 400)
@@ -167,7 +199,7 @@ class ConsoleGroupsTest(_ServerTest):
         self.assertEqual(get_json(self.base, "group", group="CG")[1]["lag"], 5)
 
         first = get_json(self.base, "messages", by="offset", topic="LagT", queueId=0, offset=1)[1]["messages"][0]
-        send_back_to_dlq(self.server, "CG", first["offsetMsgId"])
+        send_back_to_dlq(self.server, "CG", first["offsetMsgId"], "LagT")
         self.assertIn("CG", get_json(self.base, "dlq")[1]["groups"])
         status, page = get_json(self.base, "dlq", group="CG")
         dead = [m for q in page["queues"] for m in q["messages"]]
@@ -192,6 +224,22 @@ class ConsoleGroupsTest(_ServerTest):
         self.assertTrue(0 < ratio < 1, ratio)
         self.assertGreater(by_name["process_resident_memory_bytes"][0].value, 0)
         self.assertIn("process_cpu_seconds_total", by_name)
+        dlq = otel(by_name, "rocketmq_send_to_dlq_messages_total", consumer_group="CG")
+        self.assertEqual([(s.labels["topic"], s.labels["is_system"], s.value) for s in dlq], [("LagT", "false", 1.0)])
+        # the resend into %RETRY%CG is a send Java leaves out of rocketmq_messages_in_total
+        self.assertEqual({s.labels["topic"] for s in by_name["rocketmq_messages_in_total"]} & {"%RETRY%CG", "%DLQ%CG"}, set())
+        self.assertGreater(otel(by_name, "rocketmq_storage_size_bytes", storage_type="local", storage_medium="disk")[0].value, 0)
+        reserve = otel(by_name, "rocketmq_storage_message_reserve_time_milliseconds")[0].value
+        self.assertTrue(0 <= reserve < 120_000, reserve)
+        self.assertEqual(otel(by_name, "rocketmq_storage_dispatch_behind_bytes")[0].value, 0)
+
+        # a real consume: a pull of queue 0 carries its five messages out
+        response, records = pull(self.server.broker, "LagT", 0, 0, group="CG")
+        self.assertEqual(len(records), 5)
+        by_name = samples(self.base)
+        read = dict(topic="LagT", consumer_group="CG", is_system="false")
+        self.assertEqual([s.value for s in otel(by_name, "rocketmq_messages_out_total", **read)], [5.0])
+        self.assertEqual([s.value for s in otel(by_name, "rocketmq_throughput_out_total", **read)], [float(len(response.body))])
 
 
 class ConsoleReadOnlyTest(_ServerTest):
@@ -214,6 +262,61 @@ class ConsoleReadOnlyTest(_ServerTest):
         self.assertFalse(ConsoleConfig.from_properties({}).admin_enable)
         with self.assertRaises(ValueError):
             ConsoleConfig.from_properties({"consolePort": "80a"})
+
+
+class MetricsKeysTest(unittest.TestCase):
+    """Apache 5.x's metrics keys: metricsExporterType=PROM opens Apache's exporter port (here without
+    a console) serving the same text; metricsLabel, metricsInDelta and the group switches shape it."""
+
+    def setUp(self) -> None:
+        from tests.e2e.harness import Standalone, free_port
+
+        self.prom_port = free_port()
+        self.server = Standalone({"metricsExporterType": "PROM", "metricsPromExporterPort": str(self.prom_port),
+                                  "metricsPromExporterHost": "127.0.0.1", "metricsLabel": "env:test,region:r1",
+                                  "metricsInDelta": "true", "enableConnectionMetrics": "false"}).start()
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        self.assertTrue(clean, f"standalone did not shut down cleanly\n{log}")
+
+    def test_prometheus_port_labels_and_switches(self) -> None:
+        self.server.send_to_queue("TBW102", 0, "five!")
+        base = f"http://127.0.0.1:{self.prom_port}"
+        consumer = OnlineConsumer(self.server, "PG", "TBW102")
+        try:
+            by_name = samples(base)
+        finally:
+            consumer.close()
+        self.assertEqual([s.value for s in by_name["rocketmq_group_count"] if s.labels["group"] == "PG"], [1.0])
+        sent = [s for s in by_name["rocketmq_messages_in_total"] if s.labels["topic"] == "TBW102"]
+        self.assertEqual([s.value for s in sent], [1.0])
+        self.assertEqual({k: sent[0].labels[k] for k in ("env", "region", "aggregation", "node_type", "cluster", "node_id")},
+                         {"env": "test", "region": "r1", "aggregation": "delta", "node_type": "broker",
+                          "cluster": "DefaultCluster", "node_id": "broker-a"})
+        self.assertNotIn("rocketmq_consumer_connections", by_name)  # enableConnectionMetrics=false
+        self.assertIn("rocketmq_producer_tps", by_name)  # the same text as the console's /metrics
+        status, _, raw = http(base, "GET", "")  # Apache's exporter answers on any path
+        self.assertEqual(status, 200)
+        self.assertIn(b"rocketmq_topic_number{", raw)
+
+    def test_refused_and_accepted_values(self) -> None:
+        for props, words in (({"metricsExporterType": "OTLP_GRPC"}, "OTLP_GRPC exporter"),
+                             ({"metricsExporterType": "3"}, "LOG exporter"),
+                             ({"metricsExporterType": "prom"}, "none of DISABLE"),
+                             ({"metricsOtelCardinalityLimit": "100"}, "series limit"),
+                             ({"metricsLabel": "env"}, "not one key:value pair"),
+                             ({"metricsExporterType": "PROM", "metricsPromExporterPort": "x"}, "not a number")):
+            with self.assertRaises(ValueError) as raised:
+                ConsoleConfig.from_properties(props)
+            self.assertIn(words, str(raised.exception))
+        metrics = ConsoleConfig.from_properties({"metricsExporterType": "2", "metricsLabel": "a:1,,b-c:2:",
+                                                 "enablePopMetrics": "false"}).metrics
+        self.assertEqual((metrics.exporter, metrics.prom_port, metrics.labels), ("PROM", 5557, {"a": "1", "b_c": "2"}))
+        self.assertNotIn("enablePopMetrics", metrics.groups)
+        self.assertEqual(ConsoleConfig.from_properties({}).metrics.exporter, "DISABLE")
 
 
 class ConsoleAclTest(_ServerTest):
