@@ -212,7 +212,7 @@ def _store(out: _Families, ctx: Any, cfg: Any, runtime: dict[str, str]) -> None:
         out.gauge("rocketmq_storage_message_reserve_time_milliseconds", "Broker message reserve time",
                   int(time.time() * 1000) - earliest, **STORE_LABELS)
     timer = ctx.timer
-    files = timer.files if timer is not None else None
+    files = timer.files if timer is not None and timer.cfg.timerWheelEnable else None  # Java: only with the wheel on
     if files is not None:
         for topic, (count, _) in sorted(files.metrics.counts.items()):
             out.gauge("rocketmq_timing_messages", "Current message number in timing", count, topic=topic, **STORE_LABELS)

@@ -247,11 +247,21 @@ def build_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = 
     return ConsoleSite(root, config.listen_address in ("127.0.0.1", "::1", "localhost"))
 
 
+class ExporterResource(MetricsResource):
+    """Apache's exporter port: ``/-/healthy`` answers a probe, every other path the metrics text."""
+
+    def render_GET(self, request: server.Request):
+        if request.path == b"/-/healthy":
+            _finish(request, 200, b"Exporter is Healthy.", b"text/plain")
+            return server.NOT_DONE_YET
+        return super().render_GET(request)
+
+
 def build_prometheus_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = None) -> server.Site:
-    """What Apache's Prometheus exporter port serves: the metrics text at any path, nothing else."""
+    """What Apache's Prometheus exporter port serves: the metrics text and a health probe, nothing else."""
     views = views or ConsoleViews(broker)
     views.store_size()
-    return ConsoleSite(MetricsResource(BrokerMetrics(broker, views, config.metrics)), loopback_only=False)
+    return ConsoleSite(ExporterResource(BrokerMetrics(broker, views, config.metrics)), loopback_only=False)
 
 
 def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:

@@ -301,6 +301,36 @@ class MetricsKeysTest(unittest.TestCase):
         status, _, raw = http(base, "GET", "")  # Apache's exporter answers on any path
         self.assertEqual(status, 200)
         self.assertIn(b"rocketmq_topic_number{", raw)
+        self.assertEqual(http(base, "GET", "-/healthy")[::2], (200, b"Exporter is Healthy."))
+
+    def test_message_types_as_java_labels_them(self) -> None:
+        """A delayed send counts under the schedule topic and a half message under the half topic
+        (Java's handlePutMessageResult reads the topic after the store redirected it)."""
+        from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
+
+        def send(properties: str, sys_flag: int = 0) -> None:
+            header = SendMessageRequestHeader(
+                producerGroup="P_types", topic="TBW102", defaultTopic="TBW102", defaultTopicQueueNums=4, queueId=0,
+                sysFlag=sys_flag, bornTimestamp=0, flag=0, properties=properties, reconsumeTimes=0, unitMode=False, batch=False)
+            fields, order = send_header_to_v2(header)
+            request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=b"typed", fast_keys=order)
+            self.assertEqual(call(self.server.broker, request).code, ResponseCode.SUCCESS)
+
+        send("DELAY\x012\x02WAIT\x01true")
+        send("__SHARDINGKEY\x01k1\x02WAIT\x01true")
+        send("__SHARDINGKEY\x01k1\x02WAIT\x01true")
+        send("TRAN_MSG\x01true\x02PGROUP\x01P_types\x02WAIT\x01true", sys_flag=0x4)
+        send("TIMER_DELAY_SEC\x01600\x02WAIT\x01true")
+        base = f"http://127.0.0.1:{self.prom_port}"
+        by_name = samples(base)
+        counted = {(s.labels["topic"], s.labels["message_type"], s.labels["is_system"]): s.value
+                   for s in by_name["rocketmq_messages_in_total"]}
+        self.assertEqual(counted, {("SCHEDULE_TOPIC_XXXX", "delay", "true"): 1.0, ("rmq_sys_wheel_timer", "delay", "true"): 1.0,
+                                   ("TBW102", "fifo", "true"): 2.0,  # TBW102 is in Java's system topic set
+                                   ("RMQ_SYS_TRANS_HALF_TOPIC", "transaction", "true"): 1.0})
+        timing = wait_for(lambda: [(s.labels["topic"], s.labels["storage_type"], s.value)
+                                   for s in samples(base).get("rocketmq_timing_messages", [])], 10, "the timer message in the wheel")
+        self.assertEqual(timing, [("TBW102", "local", 1.0)])
 
     def test_refused_and_accepted_values(self) -> None:
         for props, words in (({"metricsExporterType": "OTLP_GRPC"}, "OTLP_GRPC exporter"),
