@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from prometheus_client.core import Metric
 
 from rmqtx.broker.processors.admin_bodies import is_system_topic
-from rmqtx.broker.stats import MESSAGE_SIZE_BOUNDS
+from rmqtx.broker.stats import FINISH_LATENCY_BOUNDS, MESSAGE_SIZE_BOUNDS
 from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
 from rmqtx.console.config import MetricsConfig
 from rmqtx.tools.tables import version_desc
@@ -29,6 +29,7 @@ SYSTEM_GROUP_PREFIX = "cid_rmq_sys_"
 CONSUME_MODE = {"CONSUME_ACTIVELY": "pull", "CONSUME_PASSIVELY": "push", "CONSUME_POP": "pop"}
 #: The le labels of rocketmq_message_size, as Java's Double.toString prints the bounds.
 SIZE_LE = tuple(f"{float(b)}" for b in MESSAGE_SIZE_BOUNDS) + ("+Inf",)
+FINISH_LE = tuple(f"{float(b)}" for b in FINISH_LATENCY_BOUNDS) + ("+Inf",)
 #: Java's MESSAGE_STORE_TIMESTAMP_POSITION + 8: what must be written for the first record's store time to be read.
 STORE_TIMESTAMP_END = 56 + 8
 STORE_LABELS = {"storage_type": "local", "storage_medium": "disk"}
@@ -86,11 +87,13 @@ class _Families:
         """``name`` without ``_total``: prometheus_client prints the family as ``name_total``."""
         self.family(name, doc, "counter").add_sample(name + "_total", {**self.base, **labels}, float(value))
 
-    def histogram(self, name: str, doc: str, buckets: Iterable[int], total: float, **labels: str) -> None:
+    def histogram(self, name: str, doc: str, bounds: tuple[str, ...], buckets: Iterable[int], total: float,
+                  **labels: str) -> None:
+        """``buckets``: counts per bucket, not cumulative; ``bounds``: their le labels."""
         family = self.family(name, doc, "histogram")
         sample = {**self.base, **labels}
         count = 0
-        for le, n in zip(SIZE_LE, buckets):
+        for le, n in zip(bounds, buckets):
             count += n
             family.add_sample(name + "_bucket", {**sample, "le": le}, float(count))
         family.add_sample(name + "_count", sample, float(count))
@@ -117,6 +120,15 @@ def otel_families(broker: Any, settings: MetricsConfig, runtime: dict[str, str])
             labels = {"consumer_group": group, **({"topic": topic} if topic else {}),
                       "is_system": _flag(is_system_topic(topic, cfg) or is_system_group(group))}
             out.counter("rocketmq_send_to_dlq_messages", "Consumer send to DLQ messages", n, **labels)
+    if "enableTransactionMetrics" in on:
+        for topic, row in sorted(ctx.stats.transactions.items()):
+            if row[0]:
+                out.counter("rocketmq_commit_messages", "Total number of commit messages", row[0], topic=topic)
+                # Java records whole seconds in an instrument whose unit says "ms": the name carries the unit
+                out.histogram("rocketmq_finish_message_latency_milliseconds", "Transaction finish latency", FINISH_LE,
+                              row[3:], row[2], topic=topic)
+            if row[1]:
+                out.counter("rocketmq_rollback_messages", "Total number of rollback messages", row[1], topic=topic)
     if "enableMessageStoreMetrics" in on:
         _store(out, ctx, cfg, runtime)
     return out.out
@@ -130,7 +142,7 @@ def _requests(out: _Families, ctx: Any, cfg: Any) -> None:
         labels = {"topic": topic, "message_type": kind, "is_system": _flag(is_system_topic(topic, cfg))}
         out.counter("rocketmq_messages_in", "Total number of incoming messages", row[0], **labels)
         out.counter("rocketmq_throughput_in", "Total traffic of incoming messages", row[1], **labels)
-        out.histogram("rocketmq_message_size", "Incoming messages size", row[3:], row[2], **labels)
+        out.histogram("rocketmq_message_size", "Incoming messages size", SIZE_LE, row[3:], row[2], **labels)
     for key, counter in sorted(stats.group_get_nums.items()):
         topic, _, group = key.partition("@")
         if _retry_or_dlq(topic):

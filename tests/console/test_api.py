@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -22,7 +23,7 @@ from tests.console.support import (
     wait_for,
 )
 from tests.e2e.harness import call
-from tests.ha.harness import pull
+from tests.ha.harness import pull, stored_offset
 
 
 def _route_code(server, topic: str) -> int:
@@ -308,26 +309,42 @@ class MetricsKeysTest(unittest.TestCase):
         (Java's handlePutMessageResult reads the topic after the store redirected it)."""
         from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
 
-        def send(properties: str, sys_flag: int = 0) -> None:
+        def send(properties: str, sys_flag: int = 0) -> RemotingCommand:
             header = SendMessageRequestHeader(
                 producerGroup="P_types", topic="TBW102", defaultTopic="TBW102", defaultTopicQueueNums=4, queueId=0,
-                sysFlag=sys_flag, bornTimestamp=0, flag=0, properties=properties, reconsumeTimes=0, unitMode=False, batch=False)
+                sysFlag=sys_flag, bornTimestamp=int(time.time() * 1000), flag=0, properties=properties, reconsumeTimes=0,
+                unitMode=False, batch=False)
             fields, order = send_header_to_v2(header)
             request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=b"typed", fast_keys=order)
-            self.assertEqual(call(self.server.broker, request).code, ResponseCode.SUCCESS)
+            response = call(self.server.broker, request)
+            self.assertEqual(response.code, ResponseCode.SUCCESS)
+            return response
+
+        def end(half: RemotingCommand, verdict: int) -> None:
+            fields = {"producerGroup": "P_types", "tranStateTableOffset": half.ext_fields["queueOffset"],
+                      "commitLogOffset": stored_offset(half), "commitOrRollback": verdict, "msgId": half.ext_fields["msgId"]}
+            self.assertEqual(call(self.server.broker, RemotingCommand.request(RequestCode.END_TRANSACTION, fields)).code,
+                             ResponseCode.SUCCESS)
 
         send("DELAY\x012\x02WAIT\x01true")
         send("__SHARDINGKEY\x01k1\x02WAIT\x01true")
         send("__SHARDINGKEY\x01k1\x02WAIT\x01true")
-        send("TRAN_MSG\x01true\x02PGROUP\x01P_types\x02WAIT\x01true", sys_flag=0x4)
+        halves = [send("TRAN_MSG\x01true\x02PGROUP\x01P_types\x02WAIT\x01true", sys_flag=0x4) for _ in range(3)]
         send("TIMER_DELAY_SEC\x01600\x02WAIT\x01true")
+        end(halves[0], 8)  # commit
+        end(halves[0], 8)  # a repeated verdict changes nothing, and counts nothing
+        end(halves[1], 12)  # rollback
         base = f"http://127.0.0.1:{self.prom_port}"
         by_name = samples(base)
         counted = {(s.labels["topic"], s.labels["message_type"], s.labels["is_system"]): s.value
                    for s in by_name["rocketmq_messages_in_total"]}
         self.assertEqual(counted, {("SCHEDULE_TOPIC_XXXX", "delay", "true"): 1.0, ("rmq_sys_wheel_timer", "delay", "true"): 1.0,
                                    ("TBW102", "fifo", "true"): 2.0,  # TBW102 is in Java's system topic set
-                                   ("RMQ_SYS_TRANS_HALF_TOPIC", "transaction", "true"): 1.0})
+                                   ("RMQ_SYS_TRANS_HALF_TOPIC", "transaction", "true"): 3.0})
+        self.assertEqual([(s.labels["topic"], s.value) for s in by_name["rocketmq_commit_messages_total"]], [("TBW102", 1.0)])
+        self.assertEqual([(s.labels["topic"], s.value) for s in by_name["rocketmq_rollback_messages_total"]], [("TBW102", 1.0)])
+        finish = {s.labels["le"]: s.value for s in by_name["rocketmq_finish_message_latency_milliseconds_bucket"]}
+        self.assertEqual((finish["5.0"], finish["+Inf"]), (1.0, 1.0))  # committed within a second of its birth
         timing = wait_for(lambda: [(s.labels["topic"], s.labels["storage_type"], s.value)
                                    for s in samples(base).get("rocketmq_timing_messages", [])], 10, "the timer message in the wheel")
         self.assertEqual(timing, [("TBW102", "local", 1.0)])
