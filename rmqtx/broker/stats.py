@@ -167,6 +167,8 @@ class BrokerStats:
         self.messages_in: dict[tuple[str, str], list[int]] = {}
         #: (group, topic) -> messages sent to the group's DLQ (rocketmq_send_to_dlq_messages_total)
         self.sent_to_dlq: dict[tuple[str, str], int] = defaultdict(int)
+        #: (topic, group, queue id) -> the next offset the group's last pull answered (Java's pullOffsetTable)
+        self.pull_offsets: dict[tuple[str, str, int], int] = {}
         #: real topic -> [commits, rollbacks, commit latency sum (s), commits per latency bucket (7)]
         self.transactions: dict[str, list[int]] = {}
 

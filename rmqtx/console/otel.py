@@ -174,10 +174,15 @@ def _connections(out: _Families, ctx: Any) -> None:
                       version=version, consume_mode=mode, protocol_type="remoting", is_system=_flag(is_system_group(group)))
 
 
+def _earlier(earliest: int, stored: int) -> int:
+    return stored if stored > 0 and (earliest == 0 or stored < earliest) else earliest
+
+
 def _lag(out: _Families, ctx: Any, cfg: Any) -> None:
     """ConsumerLagCalculator for groups of the subscription table online now, per subscribed topic
-    (retry topics skipped): messages past the committed offset, and how old the first of them is."""
-    store, now = ctx.store, int(time.time() * 1000)
+    (retry topics skipped): messages past the committed offset and how old the first of them is;
+    pulled but not committed (inflight); not pulled yet (ready) and how old the first of those is."""
+    store, now, pulled = ctx.store, int(time.time() * 1000), ctx.stats.pull_offsets
     for group in sorted(ctx.groups.table):
         info = ctx.clients.consumer_group(group)
         if info is None or not info.channels or info.consume_type == "CONSUME_POP":
@@ -186,21 +191,29 @@ def _lag(out: _Families, ctx: Any, cfg: Any) -> None:
             tc = ctx.topics.table.get(topic)
             if topic.startswith(RETRY_PREFIX) or tc is None or not tc.perm & cfg.brokerPermission & 6:
                 continue
-            lag, earliest = 0, 0
+            lag = inflight = ready = earliest = unpulled = 0
             for qid in range(tc.writeQueueNums):
                 broker_offset = max(0, store.get_max_offset_in_queue(topic, qid))
-                committed = ctx.offsets.query(group, topic, qid)
-                if committed < 0:
-                    committed = broker_offset
+                stored_committed = ctx.offsets.query(group, topic, qid)
+                committed = broker_offset if stored_committed < 0 else stored_committed
                 lag += max(0, broker_offset - committed)
-                stored = store.get_message_store_timestamp(topic, qid, committed) if committed < broker_offset else -1
-                if stored > 0 and (earliest == 0 or stored < earliest):
-                    earliest = stored
+                if committed < broker_offset:
+                    earliest = _earlier(earliest, store.get_message_store_timestamp(topic, qid, committed))
+                pull = pulled.get((topic, group, qid), stored_committed)  # Java's queryPullOffset
+                read_from = max(pull, 0)
+                inflight += max(0, read_from - (stored_committed if stored_committed >= 0 else read_from))
+                if read_from < broker_offset:
+                    unpulled = _earlier(unpulled, store.get_message_store_timestamp(topic, qid, read_from))
+                ready += max(0, broker_offset - (pull if pull >= 0 else broker_offset))
             labels = {"consumer_group": group, "topic": topic, "is_retry": "false",
                       "is_system": _flag(is_system_topic(topic, cfg) or is_system_group(group))}
             out.gauge("rocketmq_consumer_lag_messages", "Consumer lag messages", lag, **labels)
             out.gauge("rocketmq_consumer_lag_latency_milliseconds", "Consumer lag time", now - earliest if earliest else 0,
                       **labels)
+            out.gauge("rocketmq_consumer_inflight_messages", "Consumer inflight messages", inflight, **labels)
+            out.gauge("rocketmq_consumer_queueing_latency_milliseconds", "Consumer queueing time",
+                      now - unpulled if unpulled else 0, **labels)
+            out.gauge("rocketmq_consumer_ready_messages", "Consumer ready messages", ready, **labels)
 
 
 def _store(out: _Families, ctx: Any, cfg: Any, runtime: dict[str, str]) -> None:

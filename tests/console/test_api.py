@@ -183,6 +183,19 @@ class ConsoleGroupsTest(_ServerTest):
             self.assertEqual([(s.labels["language"], s.labels["version"], s.labels["consume_mode"], s.labels["protocol_type"],
                                s.labels["is_system"], s.value) for s in conns], [("java", "v4_9_8", "push", "remoting", "false", 1.0)])
             self.assertEqual(otel(by_name, "rocketmq_broker_permission")[0].value, 6.0)
+            # nothing pulled yet: what follows the committed offset is ready, nothing in flight
+            self.assertEqual(otel(by_name, "rocketmq_consumer_ready_messages", consumer_group="CG")[0].value, 3.0)
+            self.assertEqual(otel(by_name, "rocketmq_consumer_inflight_messages", consumer_group="CG")[0].value, 0.0)
+            # a pull of two past the committed offset: two in flight, one ready, the lag unchanged
+            first_pull, records = pull(self.server.broker, "LagT", 0, 2, group="CG", max_nums=2)
+            self.assertEqual(len(records), 2)
+            by_name = samples(self.base)
+            group_labels = dict(consumer_group="CG", topic="LagT", is_retry="false", is_system="false")
+            self.assertEqual([otel(by_name, name, **group_labels)[0].value for name in (
+                "rocketmq_consumer_lag_messages", "rocketmq_consumer_inflight_messages", "rocketmq_consumer_ready_messages")],
+                [3.0, 2.0, 1.0])
+            queueing = otel(by_name, "rocketmq_consumer_queueing_latency_milliseconds", **group_labels)[0].value
+            self.assertTrue(0 < queueing <= age + 60_000, (queueing, age))  # the fifth message is younger than the third
             self.assertGreaterEqual(otel(by_name, "rocketmq_topic_number")[0].value, 2)
             # as in Java, a queue the group never committed refuses the reset (the broker's own remark)
             status, refused = post_json(self.base, "group/reset", {"group": "CG", "topic": "LagT", "timestamp": -1})
@@ -234,13 +247,14 @@ class ConsoleGroupsTest(_ServerTest):
         self.assertTrue(0 <= reserve < 120_000, reserve)
         self.assertEqual(otel(by_name, "rocketmq_storage_dispatch_behind_bytes")[0].value, 0)
 
-        # a real consume: a pull of queue 0 carries its five messages out
+        # real consumes: the pull of two above, then one of queue 0's five messages
         response, records = pull(self.server.broker, "LagT", 0, 0, group="CG")
         self.assertEqual(len(records), 5)
         by_name = samples(self.base)
         read = dict(topic="LagT", consumer_group="CG", is_system="false")
-        self.assertEqual([s.value for s in otel(by_name, "rocketmq_messages_out_total", **read)], [5.0])
-        self.assertEqual([s.value for s in otel(by_name, "rocketmq_throughput_out_total", **read)], [float(len(response.body))])
+        self.assertEqual([s.value for s in otel(by_name, "rocketmq_messages_out_total", **read)], [7.0])
+        self.assertEqual([s.value for s in otel(by_name, "rocketmq_throughput_out_total", **read)],
+                         [float(len(first_pull.body) + len(response.body))])
 
 
 class ConsoleReadOnlyTest(_ServerTest):
