@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from twisted.internet import defer
+from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 from twisted.web import http, pages, resource, server, static
 
@@ -16,6 +17,7 @@ from rmqtx.console.config import ConsoleConfig
 from rmqtx.console.messages import SearchError, by_id, by_key, by_queue_offset
 from rmqtx.console.metrics import CONTENT_TYPE, BrokerMetrics
 from rmqtx.console.views import ConsoleViews
+from rmqtx.startup import listen_failure
 
 log = Logger(namespace="rmqtx.console")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -277,7 +279,10 @@ def listen_prometheus(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
     """metricsExporterType=PROM: /metrics on metricsPromExporterHost (brokerIP1 when blank) and
     metricsPromExporterPort, as Apache 5.x serves its exporter; returns the listening port."""
     host = config.metrics.prom_host or broker.config.brokerIP1
-    port = reactor.listenTCP(config.metrics.prom_port, build_prometheus_site(broker, config), interface=host)
+    try:
+        port = reactor.listenTCP(config.metrics.prom_port, build_prometheus_site(broker, config), interface=host)
+    except CannotListenError as exc:
+        raise listen_failure("metricsPromExporterPort (metricsExporterType=PROM)", exc) from None
     bound = port.getHost()
     log.info("Prometheus /metrics (metricsExporterType=PROM) on http://{host}:{port}/metrics", host=bound.host,
              port=bound.port)
