@@ -21,7 +21,12 @@ DEFAULT_CARDINALITY_LIMIT = 50000
 #: Every metrics key of Apache 5.x's BrokerConfig (rmqtx.broker.config counts them as known).
 METRICS_KEYS = frozenset({"metricsExporterType", "metricsPromExporterPort", "metricsPromExporterHost", "metricsLabel",
                           "metricsInDelta", "metricsOtelCardinalityLimit"} | set(GROUP_SWITCHES) | set(EXPORTER_COMPANIONS))
-_LABEL_NAME = re.compile(r"[^a-zA-Z0-9_]")
+_FIRST, _BODY, _RUNS = re.compile(r"^[^a-zA-Z_:]"), re.compile(r"[^a-zA-Z0-9_:]"), re.compile(r"_{2,}")
+
+
+def label_name(key: str) -> str:
+    """OTel's NameSanitizer: a bad first character, then any bad one, becomes ``_``; runs of ``_`` shrink to one."""
+    return _RUNS.sub("_", _BODY.sub("_", _FIRST.sub("_", key)))
 
 
 def _int(props: dict[str, str], key: str, default: int) -> int:
@@ -42,7 +47,7 @@ def _labels(text: str) -> dict[str, str]:
             pair.pop()
         if len(pair) != 2 or not pair[0]:
             raise ValueError(f"broker.conf: metricsLabel item {item!r} is not one key:value pair")
-        labels[_LABEL_NAME.sub("_", pair[0])] = pair[1]
+        labels[label_name(pair[0])] = pair[1]
     return labels
 
 

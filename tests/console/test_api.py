@@ -373,9 +373,9 @@ class MetricsKeysTest(unittest.TestCase):
             with self.assertRaises(ValueError) as raised:
                 ConsoleConfig.from_properties(props)
             self.assertIn(words, str(raised.exception))
-        metrics = ConsoleConfig.from_properties({"metricsExporterType": "2", "metricsLabel": "a:1,,b-c:2:",
+        metrics = ConsoleConfig.from_properties({"metricsExporterType": "2", "metricsLabel": "a:1,,b-c:2:,9x..y:3",
                                                  "enablePopMetrics": "false"}).metrics
-        self.assertEqual((metrics.exporter, metrics.prom_port, metrics.labels), ("PROM", 5557, {"a": "1", "b_c": "2"}))
+        self.assertEqual((metrics.exporter, metrics.prom_port, metrics.labels), ("PROM", 5557, {"a": "1", "b_c": "2", "_x_y": "3"}))
         self.assertNotIn("enablePopMetrics", metrics.groups)
         self.assertEqual(ConsoleConfig.from_properties({}).metrics.exporter, "DISABLE")
 
