@@ -31,11 +31,13 @@ def start_console(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
     (the web parts load only then): a Listening, or None when neither is asked for."""
     if config.port < 0 and config.metrics.exporter != "PROM":
         return None
+    from rmqtx.console.views import ConsoleViews
     from rmqtx.console.web import listen, listen_prometheus
 
-    console = listen(broker, config, reactor) if config.port >= 0 else None
+    views = ConsoleViews(broker)  # one walker of the store's files for both ports
+    console = listen(broker, config, reactor, views) if config.port >= 0 else None
     try:
-        prometheus = listen_prometheus(broker, config, reactor) if config.metrics.exporter == "PROM" else None
+        prometheus = listen_prometheus(broker, config, reactor, views) if config.metrics.exporter == "PROM" else None
     except Exception:
         if console is not None:
             console.stopListening()

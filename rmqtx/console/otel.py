@@ -66,7 +66,7 @@ def base_labels(cfg: Any, settings: MetricsConfig) -> dict[str, str]:
 
 
 class _Families:
-    """Metric families built for one scrape; ``add`` makes a sample with the base labels."""
+    """Metric families built for one scrape; gauge, counter and histogram add samples with the base labels."""
 
     def __init__(self, base: dict[str, str]) -> None:
         self.base = base

@@ -266,21 +266,21 @@ def build_prometheus_site(broker: Any, config: ConsoleConfig, views: ConsoleView
     return ConsoleSite(ExporterResource(BrokerMetrics(broker, views, config.metrics)), loopback_only=False)
 
 
-def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
+def listen(broker: Any, config: ConsoleConfig, reactor: Any, views: ConsoleViews | None = None) -> Any:
     """Serve the console for ``broker``; returns the listening port."""
-    port = reactor.listenTCP(config.port, build_site(broker, config), interface=config.listen_address)
+    port = reactor.listenTCP(config.port, build_site(broker, config, views), interface=config.listen_address)
     host = port.getHost()
     log.info("console and /metrics on http://{host}:{port}/ (admin actions {admin})", host=host.host, port=host.port,
              admin="enabled" if config.admin_enable else "disabled")
     return port
 
 
-def listen_prometheus(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
+def listen_prometheus(broker: Any, config: ConsoleConfig, reactor: Any, views: ConsoleViews | None = None) -> Any:
     """metricsExporterType=PROM: /metrics on metricsPromExporterHost (brokerIP1 when blank) and
     metricsPromExporterPort, as Apache 5.x serves its exporter; returns the listening port."""
     host = config.metrics.prom_host or broker.config.brokerIP1
     try:
-        port = reactor.listenTCP(config.metrics.prom_port, build_prometheus_site(broker, config), interface=host)
+        port = reactor.listenTCP(config.metrics.prom_port, build_prometheus_site(broker, config, views), interface=host)
     except CannotListenError as exc:
         raise listen_failure("metricsPromExporterPort (metricsExporterType=PROM)", exc) from None
     bound = port.getHost()
