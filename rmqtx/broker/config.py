@@ -26,7 +26,7 @@ from rmqtx.broker.ha.settings import HASettings
 from rmqtx.broker.pop.settings import PopSettings
 from rmqtx.common import unimplemented
 from rmqtx.common.properties import bool_setting, parse_bool
-from rmqtx.console.config import ConsoleConfig
+from rmqtx.console.config import METRICS_KEYS, ConsoleConfig
 from rmqtx.grpc.settings import KEYS as GRPC_SETTING_KEYS
 from rmqtx.grpc.settings import GrpcSettings
 from rmqtx.remoting.tls import TlsSettings
@@ -76,7 +76,7 @@ CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEn
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
-                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS | METRICS_KEYS
 #: The broker fields UPDATE_BROKER_CONFIG may change: each is read on every use, so a change is both
 #: safe and effective at once.
 RUNTIME_KEYS = frozenset(

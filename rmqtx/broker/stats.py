@@ -25,6 +25,13 @@ KEEP_SECONDS = 600
 TEN_S = 10
 KEEP_MINUTES = 60
 KEEP_HOURS = 25
+#: Upper bounds (bytes) of Apache 5.x's rocketmq_message_size histogram buckets (1K, 4K, 512K, 1M, 2M, 4M).
+MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+#: Upper bounds (seconds) of Apache 5.x's rocketmq_finish_message_latency buckets (5 s, 1 min, 10 min, 1 h, 12 h, 24 h).
+FINISH_LATENCY_BOUNDS = (5, 60, 600, 3600, 12 * 3600, 24 * 3600)
+#: Properties that make a 5.x broker label a sent message: TopicMessageType's metrics values.
+_SHARDING_KEY, _START_DELIVER = "__SHARDINGKEY", "__STARTDELIVERTIME"
+_DELAY_KEYS = ("DELAY", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS")
 
 
 def _add(buckets: dict[int, int], at: int, n: int, keep: int) -> None:
@@ -155,6 +162,15 @@ class BrokerStats:
         self.group_get_nums: dict[str, Counter] = defaultdict(self._counter)
         self.group_get_size: dict[str, Counter] = defaultdict(self._counter)
         self._last_max: dict[tuple[str, int], int] = {}
+        #: (stored topic, message type) -> [messages, bytes, size sum, puts per size bucket (7)]: what a
+        #: 5.x broker's rocketmq_messages_in_total, throughput_in_total and message_size count per send
+        self.messages_in: dict[tuple[str, str], list[int]] = {}
+        #: (group, topic) -> messages sent to the group's DLQ (rocketmq_send_to_dlq_messages_total)
+        self.sent_to_dlq: dict[tuple[str, str], int] = defaultdict(int)
+        #: (topic, group, queue id) -> the next offset the group's last pull answered (Java's pullOffsetTable)
+        self.pull_offsets: dict[tuple[str, str, int], int] = {}
+        #: real topic -> [commits, rollbacks, commit latency sum (s), commits per latency bucket (7)]
+        self.transactions: dict[str, list[int]] = {}
 
     def _counter(self) -> Counter:
         return Counter(self.clock)
@@ -166,6 +182,56 @@ class BrokerStats:
         self._last_max[key] = new_max
         self.broker_puts.add(grown)
         self.topic_puts[topic].add(grown)
+
+    def on_put(self, topic: str, props: dict[str, str], is_half: bool, messages: int, wrote_bytes: int) -> None:
+        """One accepted send of ``messages`` records stored in ``topic`` (the half or schedule topic for
+        those kinds, as Java labels them); typed from the sent properties as Java's getMessageType does."""
+        if is_half:
+            kind = "transaction"
+        elif _SHARDING_KEY in props:
+            kind = "fifo"
+        elif (_START_DELIVER in props or _DELAY_KEYS[0] in props or _DELAY_KEYS[1] in props or _DELAY_KEYS[2] in props
+              or _DELAY_KEYS[3] in props):
+            kind = "delay"
+        else:
+            kind = "normal"
+        try:  # a subscript, not .get(): one call less per sent message
+            row = self.messages_in[(topic, kind)]
+        except KeyError:
+            row = self.messages_in[(topic, kind)] = [0] * 10
+        row[0] += messages
+        row[1] += wrote_bytes
+        size = wrote_bytes // messages if messages else 0
+        row[2] += size
+        bucket = 3
+        for bound in MESSAGE_SIZE_BOUNDS:
+            if size <= bound:
+                break
+            bucket += 1
+        row[bucket] += 1
+
+    def on_dlq(self, group: str, topic: str) -> None:
+        """A message given up on and written to ``%DLQ%group`` (topic: the one Java's counter names)."""
+        self.sent_to_dlq[(group, topic)] += 1
+
+    def on_end_transaction(self, topic: str, commit: bool, born_ms: int) -> None:
+        """A half message committed or rolled back; a commit's latency is whole seconds since it was
+        born, as Java records it."""
+        row = self.transactions.get(topic)
+        if row is None:
+            row = self.transactions[topic] = [0] * 10
+        if not commit:
+            row[1] += 1
+            return
+        row[0] += 1
+        latency = (int(self.clock() * 1000) - born_ms) // 1000
+        row[2] += latency
+        bucket = 3
+        for bound in FINISH_LATENCY_BOUNDS:
+            if latency <= bound:
+                break
+            bucket += 1
+        row[bucket] += 1
 
     def on_get(self, topic: str, group: str, messages: int, size: int) -> None:
         """One pull answered from the store: ``messages`` records of ``size`` bytes (0 for a miss)."""

@@ -9,7 +9,7 @@ producer group is asked (CHECK_TRANSACTION_STATE); after transactionCheckMax che
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from twisted.internet import defer, task
 from twisted.logger import Logger
@@ -138,8 +138,9 @@ class TransactionService:
             return None
 
     # -- END_TRANSACTION --------------------------------------------------------------------
-    def end(self, producer_group: str, commit_log_offset: int, table_offset: int, state: int) -> "defer.Deferred[None]":
-        """Commit or roll back one half message; repeated or late ends change nothing."""
+    def end(self, producer_group: str, commit_log_offset: int, table_offset: int, state: int) -> "defer.Deferred[Any]":
+        """Commit or roll back one half message; repeated or late ends change nothing. Fires with the
+        half record when this call resolved it (the 5.x metrics count those), else None."""
         raw = self.store.look_message_by_offset(commit_log_offset)
         try:
             half = decode_record(raw) if raw else None
@@ -159,16 +160,16 @@ class TransactionService:
             self.resolved_ids.add(uniq)
         self.resolved_offsets.add(half.queue_offset)
         if state != TRANSACTION_COMMIT:
-            return self._write_op(half).addCallback(lambda _: None)
+            return self._write_op(half).addCallback(lambda _: half)
         return self._put_final(half, props).addCallback(self._committed, half, uniq)
 
-    def _committed(self, result: PutResult, half, uniq: str) -> "defer.Deferred[None]":
+    def _committed(self, result: PutResult, half, uniq: str) -> "defer.Deferred[Any]":
         """Java writes the op record (and answers SUCCESS) only for a commit the store took; else the half stays."""
         if result.status not in _COMMITTED:
             self.resolved_offsets.discard(half.queue_offset)
             self.resolved_ids.discard(uniq)
             raise _commit_failure(result.status, self.config.maxMessageSize)
-        return self._write_op(half).addCallback(lambda _: None)
+        return self._write_op(half).addCallback(lambda _: half)
 
     def _put_final(self, half, props: dict[str, str]) -> "defer.Deferred[PutResult]":
         """The committed copy on its real topic; a DELAY level still in it sends it through the schedule topic, as in Java."""

@@ -1,4 +1,5 @@
-"""``/metrics``: rocketmq-exporter's metric names and labels, computed from this broker's own state.
+"""``/metrics``: rocketmq-exporter's metric names and labels, computed from this broker's own state,
+then Apache 5.x's OpenTelemetry names (rmqtx.console.otel) beside them.
 
 The exporter polls brokers with admin requests; here each scrape reads the same figures in-process
 (runtime info from the broker's GET_BROKER_RUNTIME_INFO handler, per-minute rates from its stats),
@@ -14,6 +15,8 @@ from prometheus_client import CollectorRegistry, PlatformCollector, ProcessColle
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
+from rmqtx.console.config import MetricsConfig
+from rmqtx.console.otel import otel_families
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: MessageModel ordinals, as the exporter prints them in the msgModel label.
@@ -108,9 +111,10 @@ class _Snapshot:
 class BrokerMetrics:
     """Builds the exposition for one broker; ``render`` is called per scrape on the reactor."""
 
-    def __init__(self, broker: Any, views: Any) -> None:
+    def __init__(self, broker: Any, views: Any, settings: MetricsConfig | None = None) -> None:
         self.broker = broker
         self.views = views
+        self.settings = settings or MetricsConfig()
         self.registry = CollectorRegistry(auto_describe=False)
         self._snapshot = _Snapshot()
         self.registry.register(self._snapshot)
@@ -119,7 +123,7 @@ class BrokerMetrics:
 
     async def render(self) -> bytes:
         runtime = await self.views.runtime_table()
-        self._snapshot.families = self.families(runtime)
+        self._snapshot.families = self.families(runtime) + otel_families(self.broker, self.settings, runtime)
         return generate_latest(self.registry)
 
     def families(self, runtime: dict[str, str]) -> list[Metric]:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from twisted.internet import defer
+from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 from twisted.web import http, pages, resource, server, static
 
@@ -16,6 +17,7 @@ from rmqtx.console.config import ConsoleConfig
 from rmqtx.console.messages import SearchError, by_id, by_key, by_queue_offset
 from rmqtx.console.metrics import CONTENT_TYPE, BrokerMetrics
 from rmqtx.console.views import ConsoleViews
+from rmqtx.startup import listen_failure
 
 log = Logger(namespace="rmqtx.console")
 STATIC = Path(__file__).resolve().parent / "static"
@@ -237,20 +239,51 @@ class ConsoleSite(server.Site):
         return super().getResourceFor(request)
 
 
-def build_site(broker: Any, config: ConsoleConfig) -> server.Site:
-    views = ConsoleViews(broker)
+def build_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = None) -> server.Site:
+    views = views or ConsoleViews(broker)
     views.store_size()  # the first walk of the store's files starts now
     root = static.File(str(STATIC))
     root.indexNames = ["index.html"]
     root.putChild(b"api", ApiResource(broker, config, views))
-    root.putChild(b"metrics", MetricsResource(BrokerMetrics(broker, views)))
+    root.putChild(b"metrics", MetricsResource(BrokerMetrics(broker, views, config.metrics)))
     return ConsoleSite(root, config.listen_address in ("127.0.0.1", "::1", "localhost"))
 
 
-def listen(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
+class ExporterResource(MetricsResource):
+    """Apache's exporter port: ``/-/healthy`` answers a probe, every other path the metrics text."""
+
+    def render_GET(self, request: server.Request):
+        if request.path == b"/-/healthy":
+            _finish(request, 200, b"Exporter is Healthy.", b"text/plain")
+            return server.NOT_DONE_YET
+        return super().render_GET(request)
+
+
+def build_prometheus_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = None) -> server.Site:
+    """What Apache's Prometheus exporter port serves: the metrics text and a health probe, nothing else."""
+    views = views or ConsoleViews(broker)
+    views.store_size()
+    return ConsoleSite(ExporterResource(BrokerMetrics(broker, views, config.metrics)), loopback_only=False)
+
+
+def listen(broker: Any, config: ConsoleConfig, reactor: Any, views: ConsoleViews | None = None) -> Any:
     """Serve the console for ``broker``; returns the listening port."""
-    port = reactor.listenTCP(config.port, build_site(broker, config), interface=config.listen_address)
+    port = reactor.listenTCP(config.port, build_site(broker, config, views), interface=config.listen_address)
     host = port.getHost()
     log.info("console and /metrics on http://{host}:{port}/ (admin actions {admin})", host=host.host, port=host.port,
              admin="enabled" if config.admin_enable else "disabled")
+    return port
+
+
+def listen_prometheus(broker: Any, config: ConsoleConfig, reactor: Any, views: ConsoleViews | None = None) -> Any:
+    """metricsExporterType=PROM: /metrics on metricsPromExporterHost (brokerIP1 when blank) and
+    metricsPromExporterPort, as Apache 5.x serves its exporter; returns the listening port."""
+    host = config.metrics.prom_host or broker.config.brokerIP1
+    try:
+        port = reactor.listenTCP(config.metrics.prom_port, build_prometheus_site(broker, config, views), interface=host)
+    except CannotListenError as exc:
+        raise listen_failure("metricsPromExporterPort (metricsExporterType=PROM)", exc) from None
+    bound = port.getHost()
+    log.info("Prometheus /metrics (metricsExporterType=PROM) on http://{host}:{port}/metrics", host=bound.host,
+             port=bound.port)
     return port

@@ -118,11 +118,13 @@ class OnlineConsumer:
         self.sock.close()
 
 
-def send_back_to_dlq(server: Standalone, group: str, offset_msg_id: str) -> None:
+def send_back_to_dlq(server: Standalone, group: str, offset_msg_id: str, origin_topic: str | None = None) -> None:
     """CONSUMER_SEND_MSG_BACK with delayLevel -1: the broker writes the message to %DLQ%group at once."""
     from rmqtx.store.record import decode_offset_msg_id
 
     _, _, offset = decode_offset_msg_id(offset_msg_id)
     fields = {"offset": offset, "group": group, "delayLevel": -1, "originMsgId": offset_msg_id, "maxReconsumeTimes": 16}
+    if origin_topic is not None:  # Java's consumers name the topic the message was consumed from
+        fields["originTopic"] = origin_topic
     response = call(server.broker, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields))
     assert response.code == ResponseCode.SUCCESS, response.remark

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import time
 import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -22,11 +22,24 @@ from tests.console.support import (
     send_back_to_dlq,
     wait_for,
 )
+from testkit.ha import pull, stored_offset
 from testkit.standalone import call
 
 
 def _route_code(server, topic: str) -> int:
     return call(server.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})).code
+
+
+#: The labels Apache 5.x's broker puts on every OpenTelemetry sample (no metricsLabel, metricsInDelta off).
+BROKER_LABELS = {"otel_scope_name": "broker-meter", "node_type": "broker", "cluster": "DefaultCluster", "node_id": "broker-a"}
+
+
+def otel(by_name: dict[str, list], name: str, **labels: str) -> list:
+    """The samples of a 5.x series whose labels include ``labels`` (each also checked for the broker's own)."""
+    found = [s for s in by_name.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+    for sample in found:
+        assert {k: sample.labels.get(k) for k in BROKER_LABELS} == BROKER_LABELS, sample
+    return found
 
 
 def samples(base: str) -> dict[str, list]:
@@ -151,6 +164,39 @@ class ConsoleGroupsTest(_ServerTest):
             self.assertGreaterEqual(latency[0].value, 0)
             count = [s for s in by_name["rocketmq_group_count"] if s.labels["group"] == "CG"]
             self.assertEqual([s.value for s in count], [1.0])
+            # Apache 5.x's names: sends of a normal message, their bytes and sizes
+            sent = dict(topic="LagT", message_type="normal", is_system="false")
+            self.assertEqual([s.value for s in otel(by_name, "rocketmq_messages_in_total", **sent)], [5.0])
+            wrote = otel(by_name, "rocketmq_throughput_in_total", **sent)[0].value
+            self.assertTrue(5 * 100 < wrote < 5 * 400, wrote)  # five stored records of a short body
+            self.assertEqual([s.value for s in otel(by_name, "rocketmq_message_size_count", **sent)], [5.0])
+            self.assertEqual([s.value for s in otel(by_name, "rocketmq_message_size_sum", **sent)], [wrote])
+            buckets = {s.labels["le"]: s.value for s in otel(by_name, "rocketmq_message_size_bucket", **sent)}
+            self.assertEqual(buckets, {"1024.0": 5.0, "4096.0": 5.0, "524288.0": 5.0, "1048576.0": 5.0, "2097152.0": 5.0,
+                                       "4194304.0": 5.0, "+Inf": 5.0})
+            # the online group: lag past its committed offset (queue 1 never committed: no lag, as in Java)
+            lag = otel(by_name, "rocketmq_consumer_lag_messages", consumer_group="CG", topic="LagT")
+            self.assertEqual([(s.labels["is_retry"], s.labels["is_system"], s.value) for s in lag], [("false", "false", 3.0)])
+            age = otel(by_name, "rocketmq_consumer_lag_latency_milliseconds", consumer_group="CG", topic="LagT")[0].value
+            self.assertTrue(0 < age < 120_000, age)
+            conns = otel(by_name, "rocketmq_consumer_connections", consumer_group="CG")
+            self.assertEqual([(s.labels["language"], s.labels["version"], s.labels["consume_mode"], s.labels["protocol_type"],
+                               s.labels["is_system"], s.value) for s in conns], [("java", "v4_9_8", "push", "remoting", "false", 1.0)])
+            self.assertEqual(otel(by_name, "rocketmq_broker_permission")[0].value, 6.0)
+            # nothing pulled yet: what follows the committed offset is ready, nothing in flight
+            self.assertEqual(otel(by_name, "rocketmq_consumer_ready_messages", consumer_group="CG")[0].value, 3.0)
+            self.assertEqual(otel(by_name, "rocketmq_consumer_inflight_messages", consumer_group="CG")[0].value, 0.0)
+            # a pull of two past the committed offset: two in flight, one ready, the lag unchanged
+            first_pull, records = pull(self.server.broker, "LagT", 0, 2, group="CG", max_nums=2)
+            self.assertEqual(len(records), 2)
+            by_name = samples(self.base)
+            group_labels = dict(consumer_group="CG", topic="LagT", is_retry="false", is_system="false")
+            self.assertEqual([otel(by_name, name, **group_labels)[0].value for name in (
+                "rocketmq_consumer_lag_messages", "rocketmq_consumer_inflight_messages", "rocketmq_consumer_ready_messages")],
+                [3.0, 2.0, 1.0])
+            queueing = otel(by_name, "rocketmq_consumer_queueing_latency_milliseconds", **group_labels)[0].value
+            self.assertTrue(0 < queueing <= age + 60_000, (queueing, age))  # the fifth message is younger than the third
+            self.assertGreaterEqual(otel(by_name, "rocketmq_topic_number")[0].value, 2)
             # as in Java, a queue the group never committed refuses the reset (the broker's own remark)
             status, refused = post_json(self.base, "group/reset", {"group": "CG", "topic": "LagT", "timestamp": -1})
             self.assertEqual(status, 400)
@@ -167,7 +213,7 @@ class ConsoleGroupsTest(_ServerTest):
         self.assertEqual(get_json(self.base, "group", group="CG")[1]["lag"], 5)
 
         first = get_json(self.base, "messages", by="offset", topic="LagT", queueId=0, offset=1)[1]["messages"][0]
-        send_back_to_dlq(self.server, "CG", first["offsetMsgId"])
+        send_back_to_dlq(self.server, "CG", first["offsetMsgId"], "LagT")
         self.assertIn("CG", get_json(self.base, "dlq")[1]["groups"])
         status, page = get_json(self.base, "dlq", group="CG")
         dead = [m for q in page["queues"] for m in q["messages"]]
@@ -192,6 +238,23 @@ class ConsoleGroupsTest(_ServerTest):
         self.assertTrue(0 < ratio < 1, ratio)
         self.assertGreater(by_name["process_resident_memory_bytes"][0].value, 0)
         self.assertIn("process_cpu_seconds_total", by_name)
+        dlq = otel(by_name, "rocketmq_send_to_dlq_messages_total", consumer_group="CG")
+        self.assertEqual([(s.labels["topic"], s.labels["is_system"], s.value) for s in dlq], [("LagT", "false", 1.0)])
+        # the resend into %RETRY%CG is a send Java leaves out of rocketmq_messages_in_total
+        self.assertEqual({s.labels["topic"] for s in by_name["rocketmq_messages_in_total"]} & {"%RETRY%CG", "%DLQ%CG"}, set())
+        self.assertGreater(otel(by_name, "rocketmq_storage_size_bytes", storage_type="local", storage_medium="disk")[0].value, 0)
+        reserve = otel(by_name, "rocketmq_storage_message_reserve_time_milliseconds")[0].value
+        self.assertTrue(0 <= reserve < 120_000, reserve)
+        self.assertEqual(otel(by_name, "rocketmq_storage_dispatch_behind_bytes")[0].value, 0)
+
+        # real consumes: the pull of two above, then one of queue 0's five messages
+        response, records = pull(self.server.broker, "LagT", 0, 0, group="CG")
+        self.assertEqual(len(records), 5)
+        by_name = samples(self.base)
+        read = dict(topic="LagT", consumer_group="CG", is_system="false")
+        self.assertEqual([s.value for s in otel(by_name, "rocketmq_messages_out_total", **read)], [7.0])
+        self.assertEqual([s.value for s in otel(by_name, "rocketmq_throughput_out_total", **read)],
+                         [float(len(first_pull.body) + len(response.body))])
 
 
 class ConsoleReadOnlyTest(_ServerTest):
@@ -214,6 +277,108 @@ class ConsoleReadOnlyTest(_ServerTest):
         self.assertFalse(ConsoleConfig.from_properties({}).admin_enable)
         with self.assertRaises(ValueError):
             ConsoleConfig.from_properties({"consolePort": "80a"})
+
+
+class MetricsKeysTest(unittest.TestCase):
+    """Apache 5.x's metrics keys: metricsExporterType=PROM opens Apache's exporter port (here without
+    a console) serving the same text; metricsLabel, metricsInDelta and the group switches shape it."""
+
+    def setUp(self) -> None:
+        from testkit.ports import free_port
+        from testkit.standalone import Standalone
+
+        self.prom_port = free_port()
+        self.server = Standalone({"metricsExporterType": "PROM", "metricsPromExporterPort": str(self.prom_port),
+                                  "metricsPromExporterHost": "127.0.0.1", "metricsLabel": "env:test,region:r1",
+                                  "metricsInDelta": "true", "enableConnectionMetrics": "false"}).start()
+
+    def tearDown(self) -> None:
+        clean = self.server.stop()
+        log = self.server.log()
+        self.server.close()
+        self.assertTrue(clean, f"standalone did not shut down cleanly\n{log}")
+
+    def test_prometheus_port_labels_and_switches(self) -> None:
+        self.server.send_to_queue("TBW102", 0, "five!")
+        base = f"http://127.0.0.1:{self.prom_port}"
+        consumer = OnlineConsumer(self.server, "PG", "TBW102")
+        try:
+            by_name = samples(base)
+        finally:
+            consumer.close()
+        self.assertEqual([s.value for s in by_name["rocketmq_group_count"] if s.labels["group"] == "PG"], [1.0])
+        sent = [s for s in by_name["rocketmq_messages_in_total"] if s.labels["topic"] == "TBW102"]
+        self.assertEqual([s.value for s in sent], [1.0])
+        self.assertEqual({k: sent[0].labels[k] for k in ("env", "region", "aggregation", "node_type", "cluster", "node_id")},
+                         {"env": "test", "region": "r1", "aggregation": "delta", "node_type": "broker",
+                          "cluster": "DefaultCluster", "node_id": "broker-a"})
+        self.assertNotIn("rocketmq_consumer_connections", by_name)  # enableConnectionMetrics=false
+        self.assertIn("rocketmq_producer_tps", by_name)  # the same text as the console's /metrics
+        status, _, raw = http(base, "GET", "")  # Apache's exporter answers on any path
+        self.assertEqual(status, 200)
+        self.assertIn(b"rocketmq_topic_number{", raw)
+        self.assertEqual(http(base, "GET", "-/healthy")[::2], (200, b"Exporter is Healthy."))
+
+    def test_message_types_as_java_labels_them(self) -> None:
+        """A delayed send counts under the schedule topic and a half message under the half topic
+        (Java's handlePutMessageResult reads the topic after the store redirected it)."""
+        from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2
+
+        def send(properties: str, sys_flag: int = 0) -> RemotingCommand:
+            header = SendMessageRequestHeader(
+                producerGroup="P_types", topic="TBW102", defaultTopic="TBW102", defaultTopicQueueNums=4, queueId=0,
+                sysFlag=sys_flag, bornTimestamp=int(time.time() * 1000), flag=0, properties=properties, reconsumeTimes=0,
+                unitMode=False, batch=False)
+            fields, order = send_header_to_v2(header)
+            request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=b"typed", fast_keys=order)
+            response = call(self.server.broker, request)
+            self.assertEqual(response.code, ResponseCode.SUCCESS)
+            return response
+
+        def end(half: RemotingCommand, verdict: int) -> None:
+            fields = {"producerGroup": "P_types", "tranStateTableOffset": half.ext_fields["queueOffset"],
+                      "commitLogOffset": stored_offset(half), "commitOrRollback": verdict, "msgId": half.ext_fields["msgId"]}
+            self.assertEqual(call(self.server.broker, RemotingCommand.request(RequestCode.END_TRANSACTION, fields)).code,
+                             ResponseCode.SUCCESS)
+
+        send("DELAY\x012\x02WAIT\x01true")
+        send("__SHARDINGKEY\x01k1\x02WAIT\x01true")
+        send("__SHARDINGKEY\x01k1\x02WAIT\x01true")
+        halves = [send("TRAN_MSG\x01true\x02PGROUP\x01P_types\x02WAIT\x01true", sys_flag=0x4) for _ in range(3)]
+        send("TIMER_DELAY_SEC\x01600\x02WAIT\x01true")
+        end(halves[0], 8)  # commit
+        end(halves[0], 8)  # a repeated verdict changes nothing, and counts nothing
+        end(halves[1], 12)  # rollback
+        base = f"http://127.0.0.1:{self.prom_port}"
+        by_name = samples(base)
+        counted = {(s.labels["topic"], s.labels["message_type"], s.labels["is_system"]): s.value
+                   for s in by_name["rocketmq_messages_in_total"]}
+        self.assertEqual(counted, {("SCHEDULE_TOPIC_XXXX", "delay", "true"): 1.0, ("rmq_sys_wheel_timer", "delay", "true"): 1.0,
+                                   ("TBW102", "fifo", "true"): 2.0,  # TBW102 is in Java's system topic set
+                                   ("RMQ_SYS_TRANS_HALF_TOPIC", "transaction", "true"): 3.0})
+        self.assertEqual([(s.labels["topic"], s.value) for s in by_name["rocketmq_commit_messages_total"]], [("TBW102", 1.0)])
+        self.assertEqual([(s.labels["topic"], s.value) for s in by_name["rocketmq_rollback_messages_total"]], [("TBW102", 1.0)])
+        finish = {s.labels["le"]: s.value for s in by_name["rocketmq_finish_message_latency_milliseconds_bucket"]}
+        self.assertEqual((finish["5.0"], finish["+Inf"]), (1.0, 1.0))  # committed within a second of its birth
+        timing = wait_for(lambda: [(s.labels["topic"], s.labels["storage_type"], s.value)
+                                   for s in samples(base).get("rocketmq_timing_messages", [])], 10, "the timer message in the wheel")
+        self.assertEqual(timing, [("TBW102", "local", 1.0)])
+
+    def test_refused_and_accepted_values(self) -> None:
+        for props, words in (({"metricsExporterType": "OTLP_GRPC"}, "OTLP_GRPC exporter"),
+                             ({"metricsExporterType": "3"}, "LOG exporter"),
+                             ({"metricsExporterType": "prom"}, "none of DISABLE"),
+                             ({"metricsOtelCardinalityLimit": "100"}, "series limit"),
+                             ({"metricsLabel": "env"}, "not one key:value pair"),
+                             ({"metricsExporterType": "PROM", "metricsPromExporterPort": "x"}, "not a number")):
+            with self.assertRaises(ValueError) as raised:
+                ConsoleConfig.from_properties(props)
+            self.assertIn(words, str(raised.exception))
+        metrics = ConsoleConfig.from_properties({"metricsExporterType": "2", "metricsLabel": "a:1,,b-c:2:,9x..y:3",
+                                                 "enablePopMetrics": "false"}).metrics
+        self.assertEqual((metrics.exporter, metrics.prom_port, metrics.labels), ("PROM", 5557, {"a": "1", "b_c": "2", "_x_y": "3"}))
+        self.assertNotIn("enablePopMetrics", metrics.groups)
+        self.assertEqual(ConsoleConfig.from_properties({}).metrics.exporter, "DISABLE")
 
 
 class ConsoleAclTest(_ServerTest):

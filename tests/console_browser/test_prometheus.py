@@ -1,4 +1,5 @@
-"""A real Prometheus (Debian's package) scrapes rmqtx's /metrics on loopback; series are read back (trial-only)."""
+"""A real Prometheus (Debian's package) scrapes rmqtx's /metrics on loopback; series of rocketmq-exporter's names
+and of Apache 5.x's OpenTelemetry names are read back (trial-only)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,16 @@ class PrometheusScrapeTest(unittest.TestCase):
         self.assertEqual((series[0]["metric"]["cluster"], series[0]["metric"]["broker"]), ("DefaultCluster", "broker-a"))
         tps = self._wait_for(port, 'rocketmq_producer_tps{topic="PromT"}', f"{3 / 60}")
         self.assertEqual(tps[0]["metric"]["topic"], "PromT")
+        # Apache 5.x's OpenTelemetry names beside them, as dashboards written for a 5.x broker query them
+        sent = self._wait_for(port, 'rocketmq_messages_in_total{topic="PromT",message_type="normal"}', "3")
+        labels = sent[0]["metric"]
+        self.assertEqual({k: labels.get(k) for k in ("cluster", "node_type", "node_id", "is_system", "otel_scope_name")},
+                         {"cluster": "DefaultCluster", "node_type": "broker", "node_id": "broker-a", "is_system": "false",
+                          "otel_scope_name": "broker-meter"})
+        self._wait_for(port, 'sum by (topic) (rocketmq_message_size_bucket{topic="PromT",le=~"1024(\\\\.0)?"})', "3")
+        wrote = self._query(port, 'rocketmq_throughput_in_total{topic="PromT"}')
+        self.assertGreater(float(wrote[0]["value"][1]), 3 * 100)
+        self.assertEqual(self._query(port, "rocketmq_broker_permission")[0]["value"][1], "6")
         runtime = self._query(port, "rocketmq_brokeruntime_commitlog_disk_ratio")
         self.assertEqual(runtime[0]["metric"]["des"], "V4_9_8")
         self.assertTrue(0 < float(runtime[0]["value"][1]) < 1)

@@ -116,6 +116,27 @@ class StartupFailureTest(unittest.TestCase):
         proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
         self.assertOneLine(proc, "grpcPort='80a' is not a port number")
 
+    def test_metrics_exporters_rmqtx_lacks_stop_start_up(self) -> None:
+        """Apache 5.x's OTLP and LOG metrics exporters are refused in one line (PROM is served)."""
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text("metricsExporterType=OTLP_GRPC\nmetricsGrpcExporterTarget=127.0.0.1:4317\n")
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, "broker.conf: metricsExporterType=OTLP_GRPC asks for the OpenTelemetry OTLP_GRPC exporter,"
+                                 " which rmqtx does not implement; use PROM (Prometheus scrapes /metrics) or remove the key"
+                                 " to start")
+
+    def test_metrics_exporter_port_in_use(self) -> None:
+        busy = socket.socket()
+        self.addCleanup(busy.close)
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text(f"metricsExporterType=PROM\nmetricsPromExporterPort={port}\nmetricsPromExporterHost=127.0.0.1\n")
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, f"metricsPromExporterPort (metricsExporterType=PROM) cannot listen on 127.0.0.1:{port}:"
+                                 " Address already in use")
+
     def test_acl_2_settings_stop_start_up(self) -> None:
         """Apache 5.x's ACL 2.0 switches would leave an rmqtx broker open if ignored: each stops start-up."""
         conf = self.scratch.dir / "broker.conf"

@@ -69,6 +69,7 @@ class DeliveryProcessor:
         delay = header.delayLevel
         if record.reconsume_times >= max_times or delay < 0:
             topic = DLQ_PREFIX + header.group
+            ctx.stats.on_dlq(header.group, header.originTopic or "")
             queue_id = random.randrange(DLQ_QUEUE_NUMS)
             _, dlq_created = ctx.topics.create_system_topic(topic, DLQ_QUEUE_NUMS, PERM_READ | PERM_WRITE)
             created |= dlq_created

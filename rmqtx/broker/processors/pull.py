@@ -139,6 +139,8 @@ class PullProcessor:
         PullMessageResponseHeader(
             suggest_broker_id(ctx, group, result), result.next_begin_offset, result.min_offset, result.max_offset
         ).apply_to(response)
+        # Java's commitPullOffset: where the group will read next (5.x's inflight and ready figures)
+        ctx.stats.pull_offsets[(header.topic, header.consumerGroup, header.queueId)] = result.next_begin_offset
         if code == ResponseCode.SUCCESS:
             response.body = b"".join(result.messages)
             ctx.stats.on_get(header.topic, header.consumerGroup, len(result.messages), len(response.body))

@@ -189,6 +189,7 @@ class SendProcessor:
                     properties=properties_to_string(props),
                 )
             )
+            d.addCallback(self._counted, topic, props, False)
             d = wait_for_replica(self.ctx, d, header.properties or "")
             return d.addCallback(self._answer, request, reply_queue)
         cfg = self.ctx.config
@@ -206,9 +207,12 @@ class SendProcessor:
         )
         role = self.ctx.ha
         if role is not None and role.sync_master:  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
-            d = wait_for_replica(self.ctx, store.put_message(msg), header.properties or "")
+            d = store.put_message(msg).addCallback(self._counted, topic, props, is_half)
+            d = wait_for_replica(self.ctx, d, header.properties or "")
             return d.addCallback(self._answer, request, reply_queue, recall)
         result = store.append_message(msg, props)
+        if result.status is _PUT_OK:
+            self.ctx.stats.on_put(topic, props, is_half, 1, result.wrote_bytes)
         if store.sync_flush and result.status is PutStatus.PUT_OK:
             # acknowledged only once durable: the answer is written when the group commit covers it
             store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue, recall))
@@ -221,6 +225,12 @@ class SendProcessor:
             conn.send_frame(self._answer_frame(code, result, request, reply_queue))
             return None
         return self._answer(result, request, reply_queue)
+
+    def _counted(self, result: PutResult, topic: str, props: dict[str, str], is_half: bool) -> PutResult:
+        """Counts a stored send for the 5.x metrics (rmqtx.console.otel) and passes the result on."""
+        if result.status in _SENT:
+            self.ctx.stats.on_put(topic, props, is_half, result.msg_num, result.wrote_bytes)
+        return result
 
     def _answer_synced(self, result: PutResult, waiting: Any) -> None:  # waiting: what process() passed
         request, conn, queue_id, recall = waiting
@@ -257,6 +267,7 @@ class SendProcessor:
         if (header.reconsumeTimes or 0) < limit:
             return topic, queue_id
         dlq = DLQ_PREFIX + group
+        self.ctx.stats.on_dlq(header.producerGroup, header.topic)
         _, created = self.ctx.topics.create_system_topic(dlq, 1, PERM_READ | PERM_WRITE)
         if created:
             self.ctx.registrar.register_all(oneway=True)
@@ -299,6 +310,8 @@ _T_DELIVER, _T_DELAY_SEC, _T_DELAY_MS = REQUEST_KEYS
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 _SEND_BATCH = int(RequestCode.SEND_BATCH_MESSAGE)
 _PUT_OK = PutStatus.PUT_OK
+#: What Java's handlePutMessageResult takes as sent (and counts in rocketmq_messages_in_total).
+_SENT = frozenset({_PUT_OK, PutStatus.FLUSH_DISK_TIMEOUT, PutStatus.FLUSH_SLAVE_TIMEOUT, PutStatus.SLAVE_NOT_AVAILABLE})
 _SUCCESS = int(ResponseCode.SUCCESS)
 _RESPONSE_FAST_KEYS = SendMessageResponseHeader.fast_keys()
 _RECALL_FAST_KEYS = _RESPONSE_FAST_KEYS + ("recallHandle",)
