@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from typing import TYPE_CHECKING
 
@@ -9,9 +10,11 @@ from twisted.application import service
 from twisted.python import usage
 
 from rmqtx.common.properties import load_properties
-from rmqtx.startup import StartupError, os_failure
+from rmqtx.services import OrderedServices
+from rmqtx.startup import StartupError, missing_extra, os_failure
 
 if TYPE_CHECKING:
+    from rmqtx.broker.service import BrokerService
     from rmqtx.namesrv.service import NamesrvService
 
 
@@ -96,7 +99,8 @@ def make_namesrv(props: dict[str, str]) -> "NamesrvService":
         raise StartupError(str(e)) from None
 
 
-def make_broker(props: dict[str, str]) -> service.Service:
+def make_broker(props: dict[str, str]) -> OrderedServices:
+    """The broker with the console and the gRPC endpoint its settings turn on (:func:`with_endpoints`)."""
     from rmqtx.broker.config import BrokerConfig
     from rmqtx.broker.service import BrokerService
     from rmqtx.common.logbridge import bridge
@@ -104,13 +108,52 @@ def make_broker(props: dict[str, str]) -> service.Service:
     bridge()  # the store logs through stdlib logging: recovery progress and warnings go to twistd's log
 
     try:
-        return BrokerService(BrokerConfig.from_properties(props))
+        broker = BrokerService(BrokerConfig.from_properties(props))
     except ValueError as e:
         raise StartupError(str(e)) from None
+    return with_endpoints(broker)
+
+
+def with_endpoints(broker: "BrokerService") -> OrderedServices:
+    """``broker`` and, as siblings after it, the web console (consolePort; and Apache's exporter port with
+    metricsExporterType=PROM) and the gRPC endpoint (grpcPort) when its broker.conf turns them on: they start once the broker's parts have (they read ``broker.ctx``)
+    and stop before them. A missing 'grpc' extra or generated classes stop start-up here, in one line.
+
+    Tests and tools that build a ``BrokerService`` themselves call this to get the console and gRPC too.
+    """
+    from rmqtx.console import ConsoleService, wanted
+
+    node = OrderedServices()
+    broker.setServiceParent(node)
+    if wanted(broker.config.console):
+        ConsoleService(broker, broker.config.console, broker.reactor).setServiceParent(node)
+    endpoint = grpc_endpoint(broker)
+    if endpoint is not None:
+        endpoint.setServiceParent(node)
+    return node
+
+
+def grpc_endpoint(broker: "BrokerService") -> service.Service | None:
+    """The gRPC endpoint for the 5.x SDKs when ``grpcPort`` is set (off by default); its port is bound at start."""
+    settings = broker.config.grpc  # grpcPort that is no port number was refused with the broker's settings
+    if settings.port is None:
+        return None
+    try:
+        importlib.import_module("grpc")  # the 'grpc' extra: grpcio and protobuf
+
+        from rmqtx.grpc.server import GrpcEndpoint
+        from rmqtx.grpc.stubs import StubsMissing, find_stubs_dir
+    except ImportError as e:
+        raise missing_extra("grpcPort", "grpc", e) from None
+    try:
+        find_stubs_dir()
+    except StubsMissing as e:
+        raise StartupError(str(e)) from None
+    return GrpcEndpoint(broker, settings.port, settings.listen_address, broker.reactor)
 
 
 def make_standalone(options: StandaloneOptions) -> service.MultiService:
-    """NameServer first, then the broker pointed at it; both in one MultiService."""
+    """NameServer first, then the broker pointed at it (with its console and gRPC endpoint); one MultiService."""
     top = StandaloneService()
     bind = options["bind"]
     namesrv_props = _read(options["namesrv-config"], "namesrv.conf") if options["namesrv-config"] else {}

@@ -71,7 +71,7 @@ def _commit_failure(status: PutStatus, max_message_size: int) -> TransactionErro
 
 class TransactionService:
     def __init__(self, config, store, topics, offsets, clients, store_host: Callable[[], tuple[str, int]],
-                 clock: Callable[[], float] = time.time, schedule=None) -> None:
+                 clock: Callable[[], float] = time.time, schedule=None, timer=None) -> None:
         self.config = config
         self.store = store
         self.topics = topics
@@ -83,7 +83,7 @@ class TransactionService:
         self.resolved_ids: set[str] = set()  # transactions (UNIQ_KEY) already committed or rolled back
         self._loop: task.LoopingCall | None = None
         self.schedule = schedule  # the ScheduleMessageService, for committed copies that carry a delay level
-        self.timer = None  # the TimerMessageService, for committed copies that carry a delivery time
+        self.timer = timer  # the TimerMessageService, for committed copies that carry a delivery time
         #: SYNC_MASTER: (put Deferred, stored properties) -> a Deferred that also waits for the slave
         self.after_put: Callable[[defer.Deferred, str], defer.Deferred] | None = None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from twisted.application import service
 from twisted.internet import defer
 
 from rmqtx.console.config import ConsoleConfig
@@ -26,10 +27,15 @@ class Listening:
         return defer.gatherResults([defer.maybeDeferred(p.stopListening) for p in self.ports()])
 
 
+def wanted(config: ConsoleConfig) -> bool:
+    """consolePort is set, or metricsExporterType=PROM asks for Apache's exporter port."""
+    return config.port >= 0 or config.metrics.exporter == "PROM"
+
+
 def start_console(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
     """Listen when consolePort is set, and on metricsPromExporterPort when metricsExporterType=PROM
     (the web parts load only then): a Listening, or None when neither is asked for."""
-    if config.port < 0 and config.metrics.exporter != "PROM":
+    if not wanted(config):
         return None
     from rmqtx.console.views import ConsoleViews
     from rmqtx.console.web import listen, listen_prometheus
@@ -43,3 +49,25 @@ def start_console(broker: Any, config: ConsoleConfig, reactor: Any) -> Any:
             console.stopListening()
         raise
     return Listening(console, prometheus)
+
+
+class ConsoleService(service.Service):
+    """The console (and the exporter port) as a sibling after the broker (``rmqtx.launcher``): it starts
+    once the broker has (it reads ``broker.ctx``) and stops before it."""
+
+    name = "console"
+
+    def __init__(self, broker: Any, config: ConsoleConfig, reactor: Any) -> None:
+        self.broker = broker  # rmqtx.broker.service.BrokerService
+        self.config = config
+        self.reactor = reactor
+        self.port: Any = None  # a Listening once started
+
+    def startService(self) -> None:
+        self.port = start_console(self.broker, self.config, self.reactor)
+        super().startService()
+
+    def stopService(self) -> "defer.Deferred[Any] | None":
+        super().stopService()
+        port, self.port = self.port, None
+        return defer.maybeDeferred(port.stopListening) if port is not None else None

@@ -526,7 +526,8 @@ def port_taken(address: str, port: int) -> str | None:
 
 
 class GrpcEndpoint(service.Service):
-    """The gRPC endpoint as a child of the broker: starts after it listens, stops before it does."""
+    """The gRPC endpoint, a sibling after the broker (``rmqtx.launcher.with_endpoints``): starts once the
+    broker has, stops before it does."""
 
     def __init__(self, broker: Any, port: int, address: str, reactor: Any) -> None:
         self.broker = broker

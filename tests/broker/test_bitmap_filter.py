@@ -8,9 +8,7 @@ import time
 import orjson
 from twisted.internet import defer
 
-from rmqtx.broker.config import BrokerConfig
 from rmqtx.broker.jsonfiles import loads_fastjson
-from rmqtx.broker.service import BrokerService
 from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtx.filter import consumer_bloom_key
@@ -128,8 +126,7 @@ class BitmapFilterTest(ClusterTestCase):
         self.assertTrue(low <= evaluated <= high, (low, evaluated, high))
 
         root = self.cluster.broker_conf["storePathRootDir"]
-        await self.cluster.broker.stopService()
-        self.cluster.broker = None
+        await self.cluster.stop_broker()
         summary = verify(root)
         self.assertTrue(summary["ok"], summary)
         self.assertEqual(summary["consumeQueueExtUnits"], summary["consumeQueueUnits"])
@@ -157,11 +154,7 @@ class BitmapFilterTest(ClusterTestCase):
         return self.ctx.store.consume_queues[(TOPIC, 0)].ext.queue.max_offset
 
     async def _restart(self) -> None:
-        await self.cluster.broker.stopService()
-        conf = {**self.cluster.broker_conf, "namesrvAddr": self.cluster.namesrv_addr}
-        self.cluster.broker = BrokerService(BrokerConfig.from_properties(conf))
-        self.cluster.broker.startService()
-        self.cluster.broker_addr = self.cluster.broker.config.broker_addr
+        await self.cluster.restart_broker()
 
     def test_bitmap_skips_without_evaluating(self):
         return defer.ensureDeferred(self._scenario())

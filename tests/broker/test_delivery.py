@@ -212,14 +212,7 @@ class DelayRestartTest(unittest.TestCase):
         store = cluster.broker.ctx.store
         await wait_until(lambda: store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 5, timeout=10)
         await client.close()
-        root = cluster.broker_conf["storePathRootDir"]
-        await cluster.broker.stopService()
-        from rmqtx.broker.config import BrokerConfig
-        from rmqtx.broker.service import BrokerService
-
-        conf = dict(cluster.broker_conf, namesrvAddr=cluster.namesrv_addr, storePathRootDir=root)
-        cluster.broker = BrokerService(BrokerConfig.from_properties(conf))
-        cluster.broker.startService()
+        await cluster.restart_broker()  # on the same store
         client = RemotingClient()
         try:
             ctx = cluster.broker.ctx

@@ -17,7 +17,7 @@ from rmqtx.broker.ha.sync import SlaveSynchronize
 from rmqtx.store.results import PutResult, PutStatus
 
 if TYPE_CHECKING:
-    from rmqtx.broker.context import BrokerContext
+    from rmqtx.broker.core import BrokerCore
     from rmqtx.remoting.client import RemotingClient
     from rmqtx.remoting.command import RemotingCommand
 
@@ -40,7 +40,7 @@ def wait_store_msg_ok(properties: str) -> bool:
 class HARole:
     """Created for every broker; its parts depend on brokerRole."""
 
-    def __init__(self, ctx: "BrokerContext", client: "RemotingClient", reactor: Any) -> None:
+    def __init__(self, ctx: "BrokerCore", client: "RemotingClient", reactor: Any) -> None:
         self.ctx = ctx
         self.reactor = reactor
         cfg = ctx.config
@@ -60,7 +60,7 @@ class HARole:
         else:
             self.master = HAMasterService(ctx.store, reactor, self.sync_master)
             if self.sync_master:  # a commit's put waits as a send's does (END_TRANSACTION)
-                ctx.transactions.after_put = lambda d, properties: wait_for_replica(ctx, d, properties)
+                ctx.transactions.after_put = lambda d, properties: wait_for_replica(self, d, properties)
 
     def start(self, ephemeral: bool = False) -> None:
         """ephemeral: the broker port was 0 (tests), so the HA port is any free one unless haListenPort is set."""
@@ -112,10 +112,9 @@ class HARole:
         return self.master.wait_for_slave(result)
 
 
-def wait_for_replica(ctx: "BrokerContext", d: defer.Deferred, properties: str) -> defer.Deferred:
+def wait_for_replica(role: HARole, d: defer.Deferred, properties: str) -> defer.Deferred:
     """The send path's one hook: on a SYNC_MASTER the put's Deferred also waits for the slave."""
-    role = getattr(ctx, "ha", None)
-    if role is None or not role.sync_master:
+    if not role.sync_master:
         return d
     return d.addCallback(role.after_put, properties)
 

@@ -19,7 +19,7 @@ from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 
 if TYPE_CHECKING:
-    from rmqtx.broker.context import BrokerContext
+    from rmqtx.broker.core import BrokerCore
     from rmqtx.remoting.client import RemotingClient
 
 log = Logger(namespace="rmqtx.broker.ha.sync")
@@ -36,7 +36,7 @@ def _version(data: dict) -> tuple[int, int]:
 
 
 class SlaveSynchronize:
-    def __init__(self, ctx: "BrokerContext", client: "RemotingClient", reactor: Any) -> None:
+    def __init__(self, ctx: "BrokerCore", client: "RemotingClient", reactor: Any) -> None:
         self.ctx = ctx
         self.client = client
         self.reactor = reactor

@@ -34,7 +34,7 @@ from rmqtx.store.record import RecordError, decode_record
 from rmqtx.store.results import GetStatus, MessageToStore, PutResult
 
 if TYPE_CHECKING:
-    from rmqtx.broker.context import BrokerContext
+    from rmqtx.broker.core import BrokerCore
     from rmqtx.broker.pop.settings import PopSettings
 
 log = Logger(namespace="rmqtx.broker.pop")
@@ -96,7 +96,7 @@ class CheckPoint:
 
 
 class ReviveService:
-    def __init__(self, ctx: "BrokerContext", settings: "PopSettings", reactor=None,
+    def __init__(self, ctx: "BrokerCore", settings: "PopSettings", reactor=None,
                  clock: Callable[[], float] = time.time) -> None:
         self.ctx = ctx
         self.settings = settings

@@ -11,11 +11,11 @@ from rmqtx.broker.pop.revive import ReviveService
 from rmqtx.broker.pop.settings import PopSettings
 
 if TYPE_CHECKING:
-    from rmqtx.broker.context import BrokerContext
+    from rmqtx.broker.core import BrokerCore
 
 
 class PopService:
-    def __init__(self, ctx: "BrokerContext", reactor) -> None:
+    def __init__(self, ctx: "BrokerCore", reactor) -> None:
         self.settings: PopSettings = ctx.config.pop
         self.revive = ReviveService(ctx, self.settings, reactor)
         self.order = OrderInfoManager()

@@ -87,7 +87,7 @@ class ReplyProcessor:
                 )
             )
             # Java's reply processor stores through the blocking putMessage: a SYNC_MASTER answers after the slave
-            result = await wait_for_replica(self.ctx, put, header.properties or "")
+            result = await wait_for_replica(self.ctx.ha, put, header.properties or "")
             if result.status in _STORED:
                 fields = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
             else:

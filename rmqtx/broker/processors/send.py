@@ -190,7 +190,7 @@ class SendProcessor:
                 )
             )
             d.addCallback(self._counted, topic, props, False)
-            d = wait_for_replica(self.ctx, d, header.properties or "")
+            d = wait_for_replica(self.ctx.ha, d, header.properties or "")
             return d.addCallback(self._answer, request, reply_queue)
         cfg = self.ctx.config
         msg = MessageToStore(
@@ -208,7 +208,7 @@ class SendProcessor:
         role = self.ctx.ha
         if role is not None and role.sync_master:  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
             d = store.put_message(msg).addCallback(self._counted, topic, props, is_half)
-            d = wait_for_replica(self.ctx, d, header.properties or "")
+            d = wait_for_replica(self.ctx.ha, d, header.properties or "")
             return d.addCallback(self._answer, request, reply_queue, recall)
         result = store.append_message(msg, props)
         if result.status is _PUT_OK:
