@@ -22,13 +22,13 @@ from typing import Any, Mapping
 
 from twisted.logger import Logger
 
+from rmqtx.broker.console_settings import METRICS_KEYS, ConsoleConfig
+from rmqtx.broker.grpc_settings import KEYS as GRPC_SETTING_KEYS
+from rmqtx.broker.grpc_settings import GrpcSettings
 from rmqtx.broker.ha.settings import HASettings
 from rmqtx.broker.pop.settings import PopSettings
 from rmqtx.common import unimplemented
 from rmqtx.common.properties import bool_setting, parse_bool
-from rmqtx.console.config import METRICS_KEYS, ConsoleConfig
-from rmqtx.grpc.settings import KEYS as GRPC_SETTING_KEYS
-from rmqtx.grpc.settings import GrpcSettings
 from rmqtx.remoting.tls import TlsSettings
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.timer import KEYS as TIMER_KEYS
@@ -69,8 +69,8 @@ STORE_KEYS = frozenset(
 ) | TIMER_KEYS
 
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
-GRPC_KEYS = GRPC_SETTING_KEYS  # grpcPort, grpcListenAddress and Apache's proxy limits (rmqtx.grpc.settings)
-#: rmqtx's web console keys (the ``console`` section, rmqtx.console.config.ConsoleConfig).
+GRPC_KEYS = GRPC_SETTING_KEYS  # grpcPort, grpcListenAddress and Apache's proxy limits (rmqtx.broker.grpc_settings)
+#: rmqtx's web console keys (the ``console`` section, rmqtx.broker.console_settings.ConsoleConfig).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
 #: Java 5.3's recall switches (the ``switches`` section).
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})

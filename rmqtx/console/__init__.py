@@ -7,7 +7,7 @@ from typing import Any
 from twisted.application import service
 from twisted.internet import defer
 
-from rmqtx.console.config import ConsoleConfig
+from rmqtx.broker.console_settings import ConsoleConfig
 
 
 class Listening:

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, PlatformCollector, ProcessColle
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
-from rmqtx.console.config import MetricsConfig
+from rmqtx.broker.console_settings import MetricsConfig
 from rmqtx.console.otel import otel_families
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

@@ -20,7 +20,7 @@ from prometheus_client.core import Metric
 from rmqtx.broker.processors.admin_bodies import is_system_topic
 from rmqtx.broker.stats import FINISH_LATENCY_BOUNDS, MESSAGE_SIZE_BOUNDS
 from rmqtx.common.topics import DLQ_PREFIX, RETRY_PREFIX
-from rmqtx.console.config import MetricsConfig
+from rmqtx.broker.console_settings import MetricsConfig
 from rmqtx.tools.tables import version_desc
 
 SCOPE = "broker-meter"

@@ -13,7 +13,7 @@ from twisted.web import http, pages, resource, server, static
 
 from rmqtx.console.actions import ActionError, ConsoleActions
 from rmqtx.console.auth import Refused, check_admin, credentials
-from rmqtx.console.config import ConsoleConfig
+from rmqtx.broker.console_settings import ConsoleConfig
 from rmqtx.console.messages import SearchError, by_id, by_key, by_queue_offset
 from rmqtx.console.metrics import CONTENT_TYPE, BrokerMetrics
 from rmqtx.console.views import ConsoleViews

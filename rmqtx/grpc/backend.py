@@ -24,7 +24,7 @@ from rmqtx.common.javacompat import java_string_hash
 from rmqtx.common.message import properties_to_string
 from rmqtx.common.sysflag import TRANSACTION_PREPARED
 from rmqtx.common.topics import is_readable, is_writeable, validate_name
-from rmqtx.grpc.settings import ProxyLimits
+from rmqtx.broker.grpc_settings import ProxyLimits
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (

@@ -7,7 +7,7 @@ import unittest
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from rmqtx.console.config import ConsoleConfig
+from rmqtx.broker.console_settings import ConsoleConfig
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from tests.console.support import (

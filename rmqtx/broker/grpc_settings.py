@@ -1,7 +1,8 @@
 """The gRPC endpoint's broker.conf keys, parsed once when the broker's settings are read.
 
 Kept apart from the endpoint itself so that reading the settings needs neither grpcio nor the
-generated stubs: a bad value stops start-up even on a machine without the 'grpc' extra.
+generated stubs: a bad value stops start-up even on a machine without the 'grpc' extra. Here beside
+the broker's other settings, as rmqtx.grpc sits above the broker and nothing below the launcher imports it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The console's broker.conf keys (rmqtx's own; Java has no console in the broker) and Apache 5.x's
-metrics keys, which decide where the same ``/metrics`` is also served and the labels it carries."""
+metrics keys, which decide where the same ``/metrics`` is also served and the labels it carries.
+
+Parsed with the broker's other settings, so they live here: rmqtx.console sits above the broker and
+nothing below the launcher imports it.
+"""
 
 from __future__ import annotations
 
