@@ -37,9 +37,6 @@ MUST_NOT_IMPORT = {
 }
 #: The only module outside them that may import rmqtx.console and rmqtx.grpc.
 CONSOLE_GRPC_IMPORTER = "rmqtx.launcher"
-#: Modules that still import rmqtx.console or rmqtx.grpc though they should not. For the lead: empty it
-#: once the branch taking these imports out of the broker's service is merged, then the rule holds for all.
-CONSOLE_GRPC_PENDING = {"rmqtx.broker.service"}
 #: top-level package -> the top-level packages it must not import.
 APART = {
     "rmqtx": {"testkit", "interop", "tests", "benchmarks"},
@@ -178,7 +175,7 @@ class Graph(unittest.TestCase):
         self.assertIn("rmqtx.store.record", self.graph["rmqtx.store.commitlog"])  # "from . import record as R"
         self.assertIn("rmqtx.spark.scan", self.graph["rmqtx.spark.network"])  # "from . import scan as S"
         self.assertIn("testkit.standalone", self.graph["benchmarks.bench"])
-        self.assertIn("rmqtx.grpc.server", self.graph["rmqtx.broker.service"] | self.graph["rmqtx.launcher"])  # in a function
+        self.assertIn("rmqtx.grpc.server", self.graph["rmqtx.launcher"])  # in a function
         self.assertGreater(len([m for m in self.graph if m.startswith("rmqtx.")]), 150)
         self.assertFalse([m for m in self.graph if "node_modules" in m])
 
@@ -208,13 +205,7 @@ class Graph(unittest.TestCase):
         self.assertEqual(upward_imports(self.graph), [])
 
     def test_only_the_launcher_imports_console_and_grpc(self) -> None:
-        """CONSOLE_GRPC_PENDING is what is still to move: the rule holds for every module once it is empty."""
-        self.assertEqual(console_grpc_importers(self.graph) - CONSOLE_GRPC_PENDING, set())
-
-    def test_the_console_grpc_allowlist_is_not_stale(self) -> None:
-        """For the lead: once a module on CONSOLE_GRPC_PENDING stops importing them, take it off the list."""
-        self.assertEqual(CONSOLE_GRPC_PENDING - console_grpc_importers(self.graph), set(),
-                         "no longer imports rmqtx.console or rmqtx.grpc: remove it from CONSOLE_GRPC_PENDING")
+        self.assertEqual(console_grpc_importers(self.graph), set())
 
     def test_top_level_packages_keep_apart(self) -> None:
         bad = sorted((m, t) for m, targets in self.graph.items() for t in targets
