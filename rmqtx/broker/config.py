@@ -50,13 +50,17 @@ STORE_KEYS = frozenset(
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
 GRPC_KEYS = frozenset({"grpcPort", "grpcListenAddress"}) | frozenset(  # and Apache's proxy limits (rmqtx.grpc.backend)
     {"minInvisibleTimeMillsForRecv", "maxInvisibleTimeMills", "maxUserPropertySize", "userPropertyMaxNum"})
+#: Apache 5.x's topic message-type switches: the broker's ``enableMixedMessageType`` (may a topic be MIXED),
+#: the proxy's ``enableTopicMessageTypeCheck`` (the gRPC endpoint's check of a send against its topic).
+MESSAGE_TYPE_KEYS = frozenset({"enableMixedMessageType", "enableTopicMessageTypeCheck"})
 #: rmqtx's web console keys (rmqtx.console.web.ConsoleConfig reads them from the same properties).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
 #: Java 5.3's recall switches (rmqtx.broker.processors.recall reads them from the properties).
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
-                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS \
+    | MESSAGE_TYPE_KEYS
 
 
 @dataclass
@@ -218,7 +222,7 @@ def check_value(key: str, value: str) -> None:
     from rmqtx.broker.java_settings import FIXED_DEFAULTS
     from rmqtx.store.config import StoreConfig
 
-    default = FIXED_DEFAULTS.get(key)
+    default = "false" if key in MESSAGE_TYPE_KEYS else FIXED_DEFAULTS.get(key)
     if default is None:
         default = StoreConfig().to_properties().get(key)
     if default in ("true", "false"):

@@ -5,14 +5,20 @@ from __future__ import annotations
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import is_system_topic, mq_map, ok, system_topics, topic_remark
 from rmqtx.broker.processors.admin_headers import GetTopicConfigRequestHeader
-from rmqtx.common import fastjson
+from rmqtx.common import fastjson, topic_attributes
 from rmqtx.common.fastjson import JavaMap, JavaSet
 from rmqtx.common.topic_config import TopicConfig
+from rmqtx.common.properties import parse_bool
 from rmqtx.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CreateTopicRequestHeader, TopicRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
+
+def mixed_message_type_enabled(config) -> bool:
+    """Apache 5.x's ``enableMixedMessageType`` (default false): may a topic be created MIXED."""
+    return parse_bool(config.properties.get("enableMixedMessageType", "false"))
+
 
 #: Java's TopicConfigManager table: ``new ConcurrentHashMap<>(1024)``, 2048 buckets.
 TOPIC_TABLE_CAPACITY = 2048
@@ -66,6 +72,15 @@ class TopicAdminProcessor:
         refused = self._check_topic(request, header.topic)
         if refused is not None:
             return refused
+        try:  # 5.x's attributes; a header without them (4.x tools) keeps what the topic has
+            modification = topic_attributes.parse_modification(header.attributes)
+            if (modification.get("+" + topic_attributes.MESSAGE_TYPE) == topic_attributes.MIXED
+                    and not mixed_message_type_enabled(self.ctx.config)):
+                return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            existing = self.ctx.topics.get(header.topic)
+            attributes = topic_attributes.alter(existing is None, existing.attributes if existing else {}, modification)
+        except topic_attributes.AttributeRefusal as refusal:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(refusal))
         self.ctx.topics.put(
             TopicConfig(
                 header.topic,
@@ -75,6 +90,7 @@ class TopicAdminProcessor:
                 header.topicFilterType,
                 header.topicSysFlag or 0,
                 header.order,
+                attributes,
             )
         )
         self.ctx.registrar.register_all(oneway=True)
