@@ -235,11 +235,13 @@ class ApacheProxy:
                 return False
         return True
 
-    def create_topic(self, topic: str, queues: int = 4, timeout: float = 20.0) -> None:
-        """UPDATE_AND_CREATE_TOPIC on the broker (as ``mqadmin updateTopic``), then wait until the NameServer
-        routes it (the proxy reads routes from there)."""
+    def create_topic(self, topic: str, queues: int = 4, message_type: str = "", timeout: float = 20.0) -> None:
+        """UPDATE_AND_CREATE_TOPIC on the broker (as ``mqadmin updateTopic``, with ``-a +message.type=X`` when a
+        message type is named), then wait until the NameServer routes it (the proxy reads routes from there)."""
         fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
                   "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        if message_type:
+            fields["attributes"] = f"+message.type={message_type}"
         resp = call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), 10)
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"create topic {topic} on Apache: {resp.code} {resp.remark}")
