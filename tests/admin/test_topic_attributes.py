@@ -113,6 +113,19 @@ class TopicAttributesTest(AdminTestCase):
         self.assertEqual((await self.create("T_batch", "+queue.type=SimpleCQ"))[0], ResponseCode.SUCCESS)
 
 
+class RmqadminAttributesTest(AdminTestCase):
+    @defer.inlineCallbacks
+    def test_update_topic_with_attributes(self):
+        """``rmqadmin updateTopic -a +message.type=FIFO``, as 5.x mqadmin's ``-a``; a refusal is the broker's remark."""
+        yield defer.ensureDeferred(self.ok("updateTopic", "-c", "DefaultCluster", "-t", "T_cli", "-a", "+message.type=FIFO"))
+        self.assertEqual(self.cluster.broker.ctx.topics.get("T_cli").attributes, {"message.type": "FIFO"})
+        code, _, err = yield defer.ensureDeferred(self.rmqadmin("updateTopic", "-c", "DefaultCluster", "-t", "T_cli2",
+                                                                "-a", "+message.type=SOMETIMES"))
+        self.assertNotEqual(code, 0)
+        self.assertIn("value is not in set", err)
+        self.assertIsNone(self.cluster.broker.ctx.topics.get("T_cli2"))
+
+
 class MixedMessageTypeTest(AdminTestCase):
     broker_conf = {"enableMixedMessageType": "true"}
 

@@ -237,7 +237,8 @@ class Prober:
     def typed_message(self, topic: str, kind: str) -> Any:
         """A message of ``kind`` as the SDKs build one (FIFO: a message group; DELAY: a delivery timestamp)."""
         d = self.d
-        msg = self.message(topic, b"typed", message_type=d.MessageType.Value(kind))
+        msg = self.message(topic, b"typed")
+        msg.system_properties.message_type = d.MessageType.Value(kind)
         if kind == "FIFO":
             msg.system_properties.message_group = "vs-group"
         elif kind == "DELAY":
