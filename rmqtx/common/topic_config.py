@@ -69,12 +69,10 @@ class TopicConfig:
             raise ValueError(f"topic config {name}: bad numbers") from None
 
     def compact(self) -> str:
-        """The space-separated form of a compressed REGISTER_BROKER body (it carries no sys flag); 5.x
-        appends the attributes as JSON, which rmqtx does only when there are some (4.9.8 takes 5 fields)."""
-        text = f"{self.topicName} {self.readQueueNums} {self.writeQueueNums} {self.perm} {self.topicFilterType}"
-        if self.attributes:
-            text += " " + fastjson.dumps(self.attributes_map()).decode("utf-8")
-        return text
+        """The space-separated form of a compressed REGISTER_BROKER body (it carries no sys flag). Always 4.9.8's
+        five fields: a 4.9.8 NameServer refuses a sixth (5.x brokers append the attributes as JSON), and no
+        NameServer routes by attributes."""
+        return f"{self.topicName} {self.readQueueNums} {self.writeQueueNums} {self.perm} {self.topicFilterType}"
 
     @classmethod
     def from_compact(cls, text: str) -> "TopicConfig":
@@ -82,7 +80,7 @@ class TopicConfig:
         if len(parts) < 5 or parts[4] not in FILTER_TYPES:
             raise ValueError(f"bad compressed topic config {text!r}")
         attributes: dict[str, str] = {}
-        if len(parts) >= 6:  # 5.x's attributes; as Java, ignored when they do not parse (a blank inside)
+        if len(parts) >= 6:  # a 5.x broker's attributes; as Java, ignored when they do not parse (a blank inside)
             try:
                 found = fastjson.loads(parts[5])
                 if isinstance(found, dict):
