@@ -102,10 +102,13 @@ class Probe:
         lines = resp.body.decode("utf-8", "replace").splitlines()
         return {k.strip(): v.strip() for k, _, v in (line.partition("=") for line in lines) if v.strip()}
 
-    def create_topic(self, topic: str, queues: int = 4) -> None:
-        """UPDATE_AND_CREATE_TOPIC, as ``mqadmin updateTopic`` sends it, then wait for the route."""
+    def create_topic(self, topic: str, queues: int = 4, message_type: str = "") -> None:
+        """UPDATE_AND_CREATE_TOPIC, as ``mqadmin updateTopic`` sends it (with 5.x's ``-a +message.type=X`` when a
+        message type is named), then wait for the route."""
         fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
                   "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        if message_type:
+            fields["attributes"] = f"+message.type={message_type}"
         resp = self.call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"create topic {topic}: {resp.code} {resp.remark}")

@@ -59,7 +59,7 @@ def run_cell(scenario: Scenario, driver: Driver, ctx: Context, probe: Probe, log
     timeout = cell_timeout(params)
     try:
         if scenario.create_topic:
-            probe.create_topic(params["topic"])
+            probe.create_topic(params["topic"], message_type=scenario.message_type)
         if scenario.pop_mode:
             probe.set_request_mode(params["topic"], params["group"], "POP")
         if scenario.orderly_group:

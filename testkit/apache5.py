@@ -235,11 +235,13 @@ class ApacheProxy:
                 return False
         return True
 
-    def create_topic(self, topic: str, queues: int = 4, timeout: float = 20.0) -> None:
-        """UPDATE_AND_CREATE_TOPIC on the broker (as ``mqadmin updateTopic``), then wait until the NameServer
-        routes it (the proxy reads routes from there)."""
+    def create_topic(self, topic: str, queues: int = 4, message_type: str = "", timeout: float = 20.0) -> None:
+        """UPDATE_AND_CREATE_TOPIC on the broker (as ``mqadmin updateTopic``, with ``-a +message.type=X`` when a
+        message type is named), then wait until the NameServer routes it (the proxy reads routes from there)."""
         fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
                   "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        if message_type:
+            fields["attributes"] = f"+message.type={message_type}"
         resp = call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), 10)
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"create topic {topic} on Apache: {resp.code} {resp.remark}")
@@ -309,6 +311,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="create this topic (4 queues unless :QUEUES), repeatable")
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the JVMs to come up")
     parser.add_argument("--heap", default="512m", metavar="SIZE", help="each JVM's -Xmx (default 512m; -Xms is half)")
+    parser.add_argument("--broker-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a broker.conf setting, repeatable")
+    parser.add_argument("--proxy-conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="an rmq-proxy.json setting (a number when it is one), repeatable")
+    parser.add_argument("--interop", action="store_true",
+                        help="the interop matrix's standalone settings (interop/server.py MATRIX_CONF): short delay "
+                             "levels, quick transaction checks, 1 s minimum invisible time")
     args = parser.parse_args(argv)
     stopping: list[int] = []
 
@@ -318,7 +327,21 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     opts = [o for o in JVM_OPTS if not o.startswith(("-Xms", "-Xmx"))]
-    pair = ApacheProxy(jvm_opts=[f"-Xmx{args.heap}", f"-Xms{_half(args.heap)}", *opts])
+    broker_conf: dict[str, object] = {}
+    proxy_conf: dict[str, object] = {}
+    if args.interop:
+        from interop.server import MATRIX_CONF
+
+        broker_conf.update((k, v) for k, v in MATRIX_CONF.items() if k != "minInvisibleTimeMillsForRecv")
+        proxy_conf["minInvisibleTimeMillsForRecv"] = int(MATRIX_CONF["minInvisibleTimeMillsForRecv"])
+    for setting in args.broker_conf:
+        key, _, value = setting.partition("=")
+        broker_conf[key] = value
+    for setting in args.proxy_conf:
+        key, _, value = setting.partition("=")
+        proxy_conf[key] = int(value) if value.lstrip("-").isdigit() else value
+    pair = ApacheProxy(jvm_opts=[f"-Xmx{args.heap}", f"-Xms{_half(args.heap)}", *opts], broker_conf=broker_conf,
+                       proxy_conf=proxy_conf)
     try:
         pair.start(args.timeout)
         for spec in args.topic:

@@ -105,7 +105,9 @@ class GrpcServerTest(unittest.TestCase):
     def tearDown(self) -> None:
         stop_cleanly(self.server)
 
-    def _topic(self, name: str) -> str:
+    def _topic(self, name: str, message_type: str = "") -> str:
+        """A new topic; of a 5.x ``message.type`` (FIFO, DELAY, TRANSACTION) when named, as Apache's proxy and the
+        SDKs take only messages of the topic's type."""
         topic = f"{self.topic_prefix}_{name}_{int(time.time() * 1000) % 10**8}"
-        self.server.create_topic(topic, self.queues)
+        self.server.create_topic(topic, self.queues, message_type)
         return topic

@@ -85,10 +85,13 @@ class Standalone:
         self.stop()
         raise RuntimeError(f"rmqstandalone did not come up in {timeout} s:\n{self.log()}")
 
-    def create_topic(self, topic: str, queues: int = 4) -> None:
-        """UPDATE_AND_CREATE_TOPIC on the broker, as ``mqadmin updateTopic`` does."""
+    def create_topic(self, topic: str, queues: int = 4, message_type: str = "") -> None:
+        """UPDATE_AND_CREATE_TOPIC on the broker, as ``mqadmin updateTopic`` does (5.x's ``-a
+        +message.type=FIFO`` when a message type is named)."""
         fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
                   "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        if message_type:
+            fields["attributes"] = f"+message.type={message_type}"
         resp = call(self.broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
         if resp.code != ResponseCode.SUCCESS:
             raise RuntimeError(f"create topic {topic}: {resp.code} {resp.remark}")

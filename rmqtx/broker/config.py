@@ -70,13 +70,17 @@ STORE_KEYS = frozenset(
 
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
 GRPC_KEYS = GRPC_SETTING_KEYS  # grpcPort, grpcListenAddress and Apache's proxy limits (rmqtx.broker.grpc_settings)
+#: Apache 5.x's topic message-type switches: the broker's ``enableMixedMessageType`` (may a topic be MIXED),
+#: the proxy's ``enableTopicMessageTypeCheck`` (the gRPC endpoint's check of a send against its topic).
+MESSAGE_TYPE_KEYS = frozenset({"enableMixedMessageType", "enableTopicMessageTypeCheck"})
 #: rmqtx's web console keys (the ``console`` section, rmqtx.broker.console_settings.ConsoleConfig).
 CONSOLE_KEYS = frozenset({"consolePort", "consoleListenAddress", "consoleAdminEnable"})
 #: Java 5.3's recall switches (the ``switches`` section).
 RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteable"})
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
-                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS | METRICS_KEYS
+                        "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS | METRICS_KEYS \
+    | MESSAGE_TYPE_KEYS
 #: The broker fields UPDATE_BROKER_CONFIG may change: each is read on every use, so a change is both
 #: safe and effective at once.
 RUNTIME_KEYS = frozenset(
@@ -106,12 +110,14 @@ class BrokerSwitches:
     recall_message_enable: bool = False  # recallMessageEnable
     allow_recall_when_broker_not_writeable: bool = True  # allowRecallWhenBrokerNotWriteable
     enable_update_broker_config: bool = False  # enableUpdateBrokerConfig (rmqtx: UPDATE_BROKER_CONFIG is off)
+    enable_mixed_message_type: bool = False  # enableMixedMessageType (Apache 5.x: may a topic be created MIXED)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "BrokerSwitches":
         return cls(bool_setting(props, "litePullMessageEnable", True), bool_setting(props, "recallMessageEnable", False),
                    bool_setting(props, "allowRecallWhenBrokerNotWriteable", True),
-                   bool_setting(props, "enableUpdateBrokerConfig", False))
+                   bool_setting(props, "enableUpdateBrokerConfig", False),
+                   bool_setting(props, "enableMixedMessageType", False))
 
 
 def _section(**kwargs: Any) -> Any:
@@ -319,7 +325,7 @@ def check_value(key: str, value: str) -> None:
     """Refuse a value Java's default says is a boolean or a number when it is neither."""
     from rmqtx.broker.java_settings import FIXED_DEFAULTS
 
-    default = FIXED_DEFAULTS.get(key)
+    default = "false" if key in MESSAGE_TYPE_KEYS else FIXED_DEFAULTS.get(key)
     if default is None:
         default = StoreConfig().to_properties().get(key)
     if default in ("true", "false"):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from rmqtx.common import validation
-from rmqtx.common.properties import int_setting
+from rmqtx.common.properties import bool_setting, int_setting
 
 #: grpcListenAddress when unset: loopback only, as the endpoint is opt-in.
 DEFAULT_LISTEN_ADDRESS = "127.0.0.1"
@@ -25,12 +25,15 @@ class ProxyLimits:
     max_invisible_ms: int = 12 * 3600 * 1000  # maxInvisibleTimeMills (0 or less: no upper bound)
     max_user_property_size: int = validation.MAX_USER_PROPERTY_SIZE  # maxUserPropertySize
     user_property_max_num: int = validation.USER_PROPERTY_MAX_NUM  # userPropertyMaxNum
+    #: enableTopicMessageTypeCheck: a send must match its topic's message.type (and the SDKs are told to check)
+    topic_message_type_check: bool = True
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "ProxyLimits":
-        """Raises ValueError for a value that is no number."""
+        """Raises ValueError for a value that is no number, or no boolean."""
         default = cls()
-        return cls(*(int_setting(props, key, getattr(default, name)) for key, name in PROXY_LIMIT_KEYS.items()))
+        numbers = {name: int_setting(props, key, getattr(default, name)) for key, name in PROXY_LIMIT_KEYS.items()}
+        return cls(**numbers, topic_message_type_check=bool_setting(props, "enableTopicMessageTypeCheck", True))
 
 
 #: broker.conf key -> ProxyLimits field, in the field order.
@@ -55,4 +58,4 @@ class GrpcSettings:
         return cls(int(text) if text else None, address, ProxyLimits.from_properties(props))
 
 
-KEYS = frozenset({"grpcPort", "grpcListenAddress"}) | frozenset(PROXY_LIMIT_KEYS)
+KEYS = frozenset({"grpcPort", "grpcListenAddress", "enableTopicMessageTypeCheck"}) | frozenset(PROXY_LIMIT_KEYS)

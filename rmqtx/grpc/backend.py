@@ -17,14 +17,23 @@ from typing import Any, Callable
 from twisted.internet import defer, task
 from twisted.logger import Logger
 
+from rmqtx.broker.processors.admin_bodies import SYSTEM_TOPICS
 from rmqtx.client.message import MessageExt
 from rmqtx.client.util import java_fields
-from rmqtx.common import fastjson, validation
+from rmqtx.common import fastjson, topic_attributes, validation
 from rmqtx.common.javacompat import java_string_hash
 from rmqtx.common.message import properties_to_string
 from rmqtx.common.sysflag import TRANSACTION_PREPARED
-from rmqtx.common.topics import is_readable, is_writeable, validate_name
 from rmqtx.broker.grpc_settings import ProxyLimits
+from rmqtx.common.topics import (
+    DLQ_PREFIX,
+    RETRY_PREFIX,
+    SYSTEM_TOPIC_PREFIX,
+    TOPIC_MAX_LENGTH,
+    is_readable,
+    is_writeable,
+    validate_name,
+)
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand, RemotingError, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (
@@ -41,6 +50,10 @@ COMMIT, ROLLBACK = 8, 12
 #: Apache's proxy refuses delivery timestamps further out than this (its maxDelayTimeMills default).
 MAX_DELAY_MS = 24 * 3600 * 1000
 HEARTBEAT_SECONDS = 20.0
+#: Apache 5.x's TopicValidator adds this one to 4.9.8's fixed system topics (RMQ_SYS_ROCKSDB_OFFSET_TOPIC).
+CHECKPOINT_TOPIC = "CHECKPOINT_TOPIC"
+#: How the proxy's refusals from its processor layer start (the wrapped exception's class name).
+PROXY_EXCEPTION = "org.apache.rocketmq.proxy.common.ProxyException"
 #: How long a transaction the client may still end is remembered (Apache's proxy keeps 3 min).
 TRANSACTION_TTL = 180.0
 #: remoting response code -> apache.rocketmq.v2.Code name, as the proxy maps a broker's answer.
@@ -212,9 +225,38 @@ class GrpcBackend:
             log.info("gRPC proxy heartbeat to its broker failed: {exc}", exc=exc)
 
     # -- routes -------------------------------------------------------------------------------
-    def topic_config(self, topic: str) -> Any:
+    def validate_topic(self, topic: str) -> None:
+        """The proxy's check of a request's topic name: the client's rules, then no system topic."""
+        if not topic.strip():
+            raise GrpcError("ILLEGAL_TOPIC", "The specified topic is blank")
+        if len(topic) > TOPIC_MAX_LENGTH:
+            raise GrpcError("ILLEGAL_TOPIC", f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
         if validate_name(topic) is not None:
-            raise GrpcError("ILLEGAL_TOPIC", f"topic name {topic!r} is illegal")
+            raise GrpcError("ILLEGAL_TOPIC",
+                            f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+        if self.is_system_topic(topic):
+            raise GrpcError("ILLEGAL_TOPIC", "cannot access system topic")
+
+    def is_system_topic(self, topic: str) -> bool:
+        """Apache 5.x's system topic set as its broker fills it (the fixed ones, the cluster, broker, reply
+        and trace topics, everything ``rmq_sys_``)."""
+        cfg = self.broker.config
+        if topic in SYSTEM_TOPICS or topic == CHECKPOINT_TOPIC or topic.startswith(SYSTEM_TOPIC_PREFIX):
+            return True
+        if topic in (cfg.brokerClusterName, cfg.brokerName, f"{cfg.brokerClusterName}_REPLY_TOPIC"):
+            return True
+        return bool(cfg.traceTopicEnable) and topic == cfg.msgTraceTopicName
+
+    def topic_message_type(self, topic: str) -> str:
+        """The message type the topic accepts (its 5.x ``message.type``, else NORMAL); UNSPECIFIED when there
+        is no such topic, as the proxy's metadata answers."""
+        config = self.broker.ctx.topics.get(topic)
+        if config is None:
+            return topic_attributes.UNSPECIFIED
+        return topic_attributes.topic_message_type(config.attributes)
+
+    def topic_config(self, topic: str) -> Any:
+        self.validate_topic(topic)
         config = self.broker.ctx.topics.get(topic)
         if config is None:
             raise GrpcError("TOPIC_NOT_FOUND", f"topic {topic} not found")
@@ -308,7 +350,7 @@ class GrpcBackend:
     async def send(self, msg: Any, types: Any) -> SendOutcome:
         """One apache.rocketmq.v2.Message -> SEND_MESSAGE_V2 to the broker; the entry's answer."""
         topic = msg.topic.name
-        self.topic_config(topic)
+        self.validate_topic(topic)  # the proxy's order: the name, the message, its type, then the topic's queues
         sysp = msg.system_properties
         body = bytes(msg.body)
         if sysp.body_encoding == types.Encoding.GZIP:
@@ -357,6 +399,8 @@ class GrpcBackend:
             if sysp.HasField("orphaned_transaction_recovery_duration"):
                 props["CHECK_IMMUNITY_TIME_IN_SECONDS"] = str(sysp.orphaned_transaction_recovery_duration.seconds)
             sys_flag |= TRANSACTION_PREPARED
+        if self.limits.topic_message_type_check:
+            self.check_message_type(topic, props, sysp.HasField("delivery_timestamp"))
         queue_id = self._select_queue(topic, message_group)
         born_ms = sysp.born_timestamp.seconds * 1000 + sysp.born_timestamp.nanos // 1_000_000 or int(time.time() * 1000)
         header = SendMessageRequestHeader(
@@ -379,6 +423,19 @@ class GrpcBackend:
             self._expire_transactions()
             self.transactions[(topic, transaction_id)] = _Transaction(topic, offset, commit_log_offset, sysp.message_id)
         return SendOutcome(sysp.message_id, transaction_id, offset, response.field("recallHandle") or "")
+
+    def check_message_type(self, topic: str, props: dict[str, str], delivery_timestamp: bool) -> None:
+        """The proxy's check of a send against its topic's message type (retry and DLQ topics are not
+        checked). A delivery timestamp always makes a message DELAY there (the proxy keeps TIMER_DELIVER_MS
+        even when it maps it to a delay level)."""
+        if topic.startswith((RETRY_PREFIX, DLQ_PREFIX)):
+            return
+        kind = topic_attributes.message_type(props)
+        if delivery_timestamp and kind != topic_attributes.TRANSACTION:
+            kind = topic_attributes.DELAY
+        why = topic_attributes.type_mismatch(self.topic_message_type(topic), kind)
+        if why is not None:  # the proxy's GrpcProxyException wraps a ProxyException: its message is the cause's
+            raise GrpcError("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", f"{PROXY_EXCEPTION}: {why}")
 
     async def _call(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
         try:

@@ -1,9 +1,9 @@
 """RecallMessage (apache.rocketmq.v2, RocketMQ 5.3): cancel a pending timer message by its recall handle.
 
-As Apache's proxy: the topic name is checked, the handle decoded for its broker name, and the
-broker's RECALL_MESSAGE answer mapped to a Code (TOPIC_NOT_EXIST -> TOPIC_NOT_FOUND, any other
-failure INTERNAL_SERVER_ERROR with the broker's remark). Like rmqtx's SendMessage it does not check
-the topic's message type (the settings tell clients validate_message_type=false).
+As Apache's proxy: the topic name is checked, then (enableTopicMessageTypeCheck) that the topic takes
+DELAY messages, the handle decoded for its broker name, and the broker's RECALL_MESSAGE answer mapped
+to a Code (TOPIC_NOT_EXIST -> TOPIC_NOT_FOUND, any other failure INTERNAL_SERVER_ERROR with the
+broker's remark).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from rmqtx.broker.recall_handle import decode_handle
-from rmqtx.common.topics import validate_name
-from rmqtx.grpc.backend import GrpcError
+from rmqtx.common import topic_attributes
+from rmqtx.grpc.backend import PROXY_EXCEPTION, GrpcError
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 
@@ -27,10 +27,11 @@ _CODES = {
 
 async def recall(backend: Any, topic: str, handle: str) -> str:
     """The recalled message's id; GrpcError otherwise."""
-    if not topic:
-        raise GrpcError("ILLEGAL_TOPIC", "topic name cannot be empty")
-    if validate_name(topic) is not None:
-        raise GrpcError("ILLEGAL_TOPIC", f"topic name {topic!r} is illegal")
+    backend.validate_topic(topic)
+    if backend.limits.topic_message_type_check:  # as the proxy: only a DELAY (or MIXED) topic has timer messages
+        why = topic_attributes.type_mismatch(backend.topic_message_type(topic), topic_attributes.DELAY)
+        if why is not None:
+            raise GrpcError("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", f"{PROXY_EXCEPTION}: {why}")
     try:
         broker_name = decode_handle(handle).broker_name
     except ValueError as exc:

@@ -22,6 +22,7 @@ from twisted.application import service
 from twisted.internet import defer, threads
 from twisted.logger import Logger
 
+from rmqtx.common import topic_attributes
 from rmqtx.grpc import consumer, offsets, stubs
 from rmqtx.grpc.aioloop import LoopThread, ReactorBridge
 from rmqtx.grpc.backend import GrpcBackend, GrpcError, TelemetrySession
@@ -100,18 +101,29 @@ class MessagingServicer:
         try:
             queues = await self._on_reactor(self.backend.route, topic)
             host, port = await self._on_reactor(self.backend.endpoint)
+            topic_type = await self._on_reactor(self.backend.topic_message_type, topic)
         except GrpcError as exc:
             return self.s.QueryRouteResponse(status=self._status(exc.code, exc.message))
         d = self.d
         endpoints = d.Endpoints(scheme=d.AddressScheme.IPv4, addresses=[d.Address(host=host, port=port)])
         broker = d.Broker(name=self.backend.broker_name, id=0, endpoints=endpoints)
-        accept = [d.MessageType.NORMAL, d.MessageType.FIFO, d.MessageType.DELAY, d.MessageType.TRANSACTION]
+        accept = self._accepted_types(topic_type)
         mqs = [
             d.MessageQueue(topic=d.Resource(name=topic, resource_namespace=request.topic.resource_namespace), id=qid,
                            permission=d.Permission.Value(perm), broker=broker, accept_message_types=accept)
             for qid, perm in queues
         ]
         return self.s.QueryRouteResponse(status=self._status(), message_queues=mqs)
+
+    def _accepted_types(self, topic_type: str) -> list[Any]:
+        """A queue's accept_message_types from its topic's message.type, as the proxy's route lists them."""
+        d = self.d
+        if topic_type == topic_attributes.MIXED:
+            return [d.MessageType.NORMAL, d.MessageType.FIFO, d.MessageType.DELAY, d.MessageType.TRANSACTION]
+        if topic_type in (topic_attributes.NORMAL, topic_attributes.FIFO, topic_attributes.DELAY,
+                          topic_attributes.TRANSACTION):
+            return [d.MessageType.Value(topic_type)]
+        return [d.MessageType.MESSAGE_TYPE_UNSPECIFIED]
 
     async def Heartbeat(self, request: Any, context: Any) -> Any:
         if not _client_id(context):
@@ -246,18 +258,20 @@ class MessagingServicer:
 
     async def AckMessage(self, request: Any, context: Any) -> Any:
         group, topic = request.group.name, request.topic.name
+        try:  # the request's topic first, as the proxy: a refusal is the call's answer, with no entries
+            await self._on_reactor(self.backend.validate_topic, topic)
+        except GrpcError as exc:
+            return self.s.AckMessageResponse(status=self._status(exc.code, exc.message))
         entries = []
-        first_error: GrpcError | None = None
         for entry in request.entries:
             try:
                 await self._on_reactor(consumer.ack, self.backend, group, topic, entry.receipt_handle)
                 status = self._status()
             except GrpcError as exc:
-                first_error = first_error or exc
                 status = self._status(exc.code, exc.message)
             entries.append(self.s.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
                                                         status=status))
-        return self.s.AckMessageResponse(status=self._summary(first_error, len(entries)), entries=entries)
+        return self.s.AckMessageResponse(status=self._ack_summary([e.status.code for e in entries]), entries=entries)
 
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         invisible_ms = request.invisible_duration.ToMilliseconds()  # consumer.change_invisible checks its bounds
@@ -343,12 +357,16 @@ class MessagingServicer:
             return self.s.RecallMessageResponse(status=self._status(exc.code, exc.message))
         return self.s.RecallMessageResponse(status=self._status(), message_id=message_id)
 
-    def _summary(self, first_error: GrpcError | None, count: int) -> Any:
-        if first_error is None:
-            return self._status()
-        if count == 1:
-            return self._status(first_error.code, first_error.code)  # as the proxy: the entry's code, by name
-        return self._status("MULTIPLE_RESULTS", "some entries failed")
+    def _ack_summary(self, codes: list[int]) -> Any:
+        """As the proxy sums up an ack: one code shared by every entry is the answer's (named by itself), several
+        are MULTIPLE_RESULTS, none (no entries) INTERNAL_SERVER_ERROR."""
+        distinct = set(codes)
+        if len(distinct) > 1:
+            return self._status("MULTIPLE_RESULTS", "MULTIPLE_RESULTS")
+        if not distinct:
+            return self._status("INTERNAL_SERVER_ERROR", "ack message result is empty")
+        name = self.d.Code.Name(distinct.pop())
+        return self._status(name, name)
 
     def _to_message(self, topic: str, msg: Any) -> Any:
         """A popped message as apache.rocketmq.v2.Message, with its receipt handle and delivery attempt."""
@@ -436,7 +454,8 @@ class MessagingServicer:
         reply.CopyFrom(settings)
         if settings.HasField("publishing"):
             reply.publishing.max_body_size = self.backend.broker.config.maxMessageSize
-            reply.publishing.validate_message_type = False
+            # as the proxy: the SDK checks a message's type against its queue's accept_message_types too
+            reply.publishing.validate_message_type = self.backend.limits.topic_message_type_check
             reply.backoff_policy.max_attempts = 3
             backoff = reply.backoff_policy.exponential_backoff
             backoff.initial.FromMilliseconds(10)

@@ -345,6 +345,7 @@ class CreateTopicRequestHeader(CommandHeader):
     topicFilterType: str
     topicSysFlag: Optional[int] = None
     order: bool = False
+    attributes: Optional[str] = None  # 5.x: "+message.type=FIFO,-key" (rmqtx.common.topic_attributes)
 
 
 @dataclass(slots=True)

@@ -58,6 +58,7 @@ def _update_topic_opts(p: argparse.ArgumentParser) -> None:
     _opt(p, "w", "writeQueueNums", "set write queue nums")
     _opt(p, "p", "perm", "set topic's permission(2|4|6), intro[2:W 4:R; 6:RW]")
     _opt(p, "o", "order", "set topic's order(true|false)")
+    _opt(p, "a", "attributes", "attribute(+a=b,+c=d,-e), as 5.x mqadmin: +message.type=FIFO|DELAY|TRANSACTION|NORMAL")
 
 
 @command("updateTopic", "Update or create topic", _update_topic_opts)
@@ -72,7 +73,8 @@ async def update_topic(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> Non
         "order": _bool(a.o, False),
     }
     header = CreateTopicRequestHeader(
-        tc["topicName"], "TBW102", tc["readQueueNums"], tc["writeQueueNums"], tc["perm"], "SINGLE_TAG", 0, tc["order"]
+        tc["topicName"], "TBW102", tc["readQueueNums"], tc["writeQueueNums"], tc["perm"], "SINGLE_TAG", 0, tc["order"],
+        a.a.strip() if a.a else None,
     )
     for addr in [a.b.strip()] if a.b else await ops.masters(a.c.strip()):
         await ops.create_topic(addr, header)

@@ -250,3 +250,129 @@ class DefaultTlsTest(unittest.TestCase):
             self.assertEqual(self._route(channel), ok)
         with self.assertRaises(OSError):
             endpoint_certificate(plain.grpc)
+
+
+class MessageTypeTest(_Endpoint):
+    """Apache 5.x's topic message types over gRPC: a topic's ``message.type`` (UPDATE_AND_CREATE_TOPIC's attributes)
+    is its queues' accept_message_types, a send of another type is MESSAGE_PROPERTY_CONFLICT_WITH_TYPE with the
+    proxy's message, and the SDKs are told to check too (validate_message_type)."""
+
+    conf = {"enableMixedMessageType": "true"}
+    TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
+
+    def typed(self, topic: str, kind: str, message_id: str) -> Any:
+        """One message of ``kind`` as the SDKs build it (FIFO: a message group; DELAY: a delivery timestamp)."""
+        d, s = self.d, self.s
+        sysp = d.SystemProperties(message_type=d.MessageType.Value(kind), message_id=message_id)
+        if kind == "FIFO":
+            sysp.message_group = "g1"
+        elif kind == "DELAY":
+            sysp.delivery_timestamp.FromMilliseconds(int(time.time() * 1000) + 60_000)
+        msg = d.Message(topic=d.Resource(name=topic), body=b"typed", system_properties=sysp)
+        return self.stub.SendMessage(s.SendMessageRequest(messages=[msg]), metadata=METADATA, timeout=20)
+
+    def settings(self, topic: str) -> Any:
+        d, s = self.d, self.s
+        settings = d.Settings(client_type=d.ClientType.PRODUCER, publishing=d.Publishing(topics=[d.Resource(name=topic)]))
+        replies = self.stub.Telemetry(iter([s.TelemetryCommand(settings=settings)]), metadata=METADATA, timeout=10)
+        return next(iter(replies)).settings
+
+    def test_sends_checked_against_the_topic_type(self) -> None:
+        d = self.d
+        for topic_type in self.TYPES:
+            self.server.create_topic(f"T_{topic_type}", 1, topic_type)
+        accepts = {}
+        for topic_type in self.TYPES:
+            route = self.stub.QueryRoute(self.s.QueryRouteRequest(topic=d.Resource(name=f"T_{topic_type}")),
+                                         metadata=METADATA, timeout=10)
+            accepts[topic_type] = [d.MessageType.Name(t) for t in route.message_queues[0].accept_message_types]
+        self.assertEqual(accepts, {"NORMAL": ["NORMAL"], "FIFO": ["FIFO"], "DELAY": ["DELAY"],
+                                   "TRANSACTION": ["TRANSACTION"],
+                                   "MIXED": ["NORMAL", "FIFO", "DELAY", "TRANSACTION"]})
+        plain = self.stub.QueryRoute(self.s.QueryRouteRequest(topic=d.Resource(name=TOPIC)), metadata=METADATA, timeout=10)
+        self.assertEqual([list(q.accept_message_types) for q in plain.message_queues], [[d.MessageType.NORMAL]],
+                         "a topic without message.type is NORMAL")
+        self.assertTrue(self.settings(TOPIC).publishing.validate_message_type)
+        stored = []
+        for n, (topic_type, kind) in enumerate((t, k) for t in self.TYPES for k in self.TYPES[:4]):
+            answer = self.typed(f"T_{topic_type}", kind, f"01TYPE{n:02d}")
+            if topic_type in (kind, "MIXED"):
+                self.assertEqual(answer.status.code, self.code("OK"), f"{kind} to {topic_type}: {answer.status.message}")
+                stored.append(answer.entries[0].message_id)
+                continue
+            self.assertEqual((answer.status.code, answer.status.message), (
+                self.code("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"),
+                "org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed, the expected "
+                f"type is {topic_type}, but actual type is {kind}"), f"{kind} to {topic_type}")
+        self.assertEqual(len(stored), 8)
+        # the 5.x Python SDK sends a FIFO message to the FIFO topic, a normal one to the normal topic
+        events = run_driver({"op": "send", "endpoint": self.server.grpc, "topic": "T_FIFO",
+                             "messages": [{"body": "in order", "group": "g2"}]})
+        self.assertEqual([e["body"] for e in events if e["event"] == "sent"], ["in order"])
+
+    def test_system_topics_refused(self) -> None:
+        """Sends and routes to the broker's system topics are ILLEGAL_TOPIC, as the proxy's validateTopic answers;
+        a retry topic is no system topic (and its sends are not type checked)."""
+        d, s = self.d, self.s
+        for topic in ("SCHEDULE_TOPIC_XXXX", "RMQ_SYS_TRANS_HALF_TOPIC", "RMQ_SYS_TRANS_OP_HALF_TOPIC", "TBW102",
+                      "DefaultCluster", "DefaultCluster_REPLY_TOPIC", "rmq_sys_wheel_timer", "OFFSET_MOVED_EVENT",
+                      "SELF_TEST_TOPIC", "CHECKPOINT_TOPIC"):
+            msg = d.Message(topic=d.Resource(name=topic), body=b"x",
+                            system_properties=d.SystemProperties(message_type=d.MessageType.NORMAL, message_id="01SYS"))
+            sent = self.stub.SendMessage(s.SendMessageRequest(messages=[msg]), metadata=METADATA, timeout=10)
+            self.assertEqual((sent.status.code, sent.status.message),
+                             (self.code("ILLEGAL_TOPIC"), "cannot access system topic"), topic)
+            route = self.stub.QueryRoute(s.QueryRouteRequest(topic=d.Resource(name=topic)), metadata=METADATA, timeout=10)
+            self.assertEqual((route.status.code, route.status.message),
+                             (self.code("ILLEGAL_TOPIC"), "cannot access system topic"), topic)
+        retry = d.Message(topic=d.Resource(name="%RETRY%GID_nobody"), body=b"x",
+                          system_properties=d.SystemProperties(message_type=d.MessageType.FIFO, message_id="01RTY",
+                                                               message_group="g"))
+        sent = self.stub.SendMessage(s.SendMessageRequest(messages=[retry]), metadata=METADATA, timeout=10)
+        self.assertEqual(sent.status.code, self.code("TOPIC_NOT_FOUND"), sent.status.message)
+
+    def test_ack_of_several_entries(self) -> None:
+        """As the proxy sums an ack up: entries that all fail alike answer their code (by name), differing ones
+        MULTIPLE_RESULTS, none INTERNAL_SERVER_ERROR; a system topic refuses the whole call."""
+        d, s = self.d, self.s
+        self.assertEqual(self.send("01ACK").status.code, self.code("OK"))
+        got = [r.message for r in self.receive("GID_acks", 10_000, poll_s=3) if r.HasField("message")]
+        self.assertEqual([m.system_properties.message_id for m in got], ["01ACK"])
+        good = s.AckMessageEntry(message_id="01ACK", receipt_handle=got[0].system_properties.receipt_handle)
+        bogus = [s.AckMessageEntry(message_id=f"01B{i}", receipt_handle=f"not a handle {i}") for i in range(2)]
+
+        def ack(entries: list, topic: str = TOPIC) -> Any:
+            return self.stub.AckMessage(s.AckMessageRequest(group=d.Resource(name="GID_acks"),
+                                                            topic=d.Resource(name=topic), entries=entries),
+                                        metadata=METADATA, timeout=10)
+
+        alike = ack(bogus)
+        self.assertEqual((alike.status.code, alike.status.message),
+                         (self.code("INTERNAL_SERVER_ERROR"), "INTERNAL_SERVER_ERROR"))
+        self.assertEqual([e.status.code for e in alike.entries], [self.code("INTERNAL_SERVER_ERROR")] * 2)
+        mixed = ack([good, bogus[0]])
+        self.assertEqual((mixed.status.code, mixed.status.message), (self.code("MULTIPLE_RESULTS"), "MULTIPLE_RESULTS"))
+        self.assertEqual([e.status.code for e in mixed.entries], [self.code("OK"), self.code("INTERNAL_SERVER_ERROR")])
+        empty = ack([])
+        self.assertEqual((empty.status.code, empty.status.message),
+                         (self.code("INTERNAL_SERVER_ERROR"), "ack message result is empty"))
+        system = ack(bogus, "SCHEDULE_TOPIC_XXXX")
+        self.assertEqual((system.status.code, system.status.message, len(system.entries)),
+                         (self.code("ILLEGAL_TOPIC"), "cannot access system topic", 0))
+
+
+class MessageTypeCheckOffTest(_Endpoint):
+    """enableTopicMessageTypeCheck=false (the proxy's switch, in broker.conf): any type goes to any topic, and the
+    SDKs are told not to check."""
+
+    conf = {"enableTopicMessageTypeCheck": "false"}
+
+    def test_unchecked(self) -> None:
+        d, s = self.d, self.s
+        sysp = d.SystemProperties(message_type=d.MessageType.FIFO, message_id="01FIFO", message_group="g")
+        msg = d.Message(topic=d.Resource(name=TOPIC), body=b"x", system_properties=sysp)
+        sent = self.stub.SendMessage(s.SendMessageRequest(messages=[msg]), metadata=METADATA, timeout=10)
+        self.assertEqual(sent.status.code, self.code("OK"), sent.status.message)
+        settings = d.Settings(client_type=d.ClientType.PRODUCER, publishing=d.Publishing(topics=[d.Resource(name=TOPIC)]))
+        replies = self.stub.Telemetry(iter([s.TelemetryCommand(settings=settings)]), metadata=METADATA, timeout=10)
+        self.assertFalse(next(iter(replies)).settings.publishing.validate_message_type)

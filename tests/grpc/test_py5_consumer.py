@@ -116,7 +116,7 @@ class Py5ConsumerTest(GrpcServerTest):
                  "the group persisted")
         self.assertTrue(json.loads(stored.read_text())["subscriptionGroupTable"][group]["consumeMessageOrderly"])
 
-        topic = self._topic("fifo")
+        topic = self._topic("fifo", "FIFO")
         specs = [{"body": f"g{g}-{i}", "group": f"mg{g}"} for i in range(4) for g in range(3)]
         self._send(topic, specs)
         # one message a receive: a message popped with an un-acked one before it counts a delivery too (Apache

@@ -35,7 +35,7 @@ class Py5ProducerTest(GrpcServerTest):
         self.assertGreater(len(queues_used), 1, "normal sends are spread over the queues")
 
     def test_fifo(self) -> None:
-        topic = self._topic("fifo")
+        topic = self._topic("fifo", "FIFO")
         specs = [{"body": f"{g}-{i}", "group": g} for i in range(5) for g in ("orderA", "orderB")]
         run_driver({"op": "send", "endpoint": self.server.grpc, "topic": topic, "messages": specs})
         by_queue = pull_topic(self.server.broker, topic, QUEUES)
@@ -48,7 +48,7 @@ class Py5ProducerTest(GrpcServerTest):
 
     def test_delay(self) -> None:
         """delivery_timestamp 2 s ahead -> a timer message (TIMER_DELIVER_MS): stored in the topic only when due."""
-        topic = self._topic("delay")
+        topic = self._topic("delay", "DELAY")
         started = time.time()
         events = run_driver({"op": "send", "endpoint": self.server.grpc, "topic": topic,
                              "messages": [{"body": "later", "delay_s": 2}]})
@@ -64,7 +64,7 @@ class Py5ProducerTest(GrpcServerTest):
 
     def test_transactional(self) -> None:
         """Commit shows up, rollback never does, an open one is committed through the check-back."""
-        topic = self._topic("tx")
+        topic = self._topic("tx", "TRANSACTION")
         specs = [{"body": "tx-commit", "action": "commit"}, {"body": "tx-rollback", "action": "rollback"},
                  {"body": "tx-check", "action": "check"}]
         events = run_driver({"op": "tx", "endpoint": self.server.grpc, "topic": topic, "messages": specs, "wait": 40},

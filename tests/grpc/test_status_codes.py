@@ -59,7 +59,11 @@ class StatusCodeTest(unittest.TestCase):
 
         self.assertEqual(send(message_id="01AA").status.code, self.code("OK"))
         self.assertEqual(send(message_id="01AB", body=b"").status.code, self.code("MESSAGE_BODY_EMPTY"))
-        self.assertEqual(send(message_id="01AC", topic="NO_SUCH_TOPIC").status.code, self.code("TOPIC_NOT_FOUND"))
+        # as Apache's proxy: the type check comes before the topic's queues, and a topic it has not is UNSPECIFIED
+        unknown = send(message_id="01AC", topic="NO_SUCH_TOPIC").status
+        self.assertEqual((unknown.code, unknown.message), (self.code("MESSAGE_PROPERTY_CONFLICT_WITH_TYPE"),
+                         "org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed, "
+                         "the expected type is UNSPECIFIED, but actual type is NORMAL"))
         self.assertEqual(send(message_id="01AD", tag="a|b").status.code, self.code("ILLEGAL_MESSAGE_TAG"))
         self.assertEqual(send(message_id="01AE", body=b"x" * (4 * 1024 * 1024 + 1)).status.code,
                          self.code("MESSAGE_BODY_TOO_LARGE"))
@@ -83,37 +87,44 @@ class StatusCodeTest(unittest.TestCase):
         self._recall()
 
     def _recall(self) -> None:
-        """RecallMessage (5.3) with a handle a remoting send of a timer message gave, and its refusals."""
+        """RecallMessage (5.3) with a handle a remoting send of a timer message gave, and its refusals; as the
+        proxy it recalls only from a DELAY topic (5.x ``message.type``)."""
         d, s = self.d, self.s
+        self.server.create_topic("GRPC_TIMED", 2, "DELAY")
         sender = Sender(self.server.broker, "P_recall")
         self.addCleanup(sender.close)
-        sent = sender.send("GRPC_STATUS", b"later", 0, UNIQ_KEY="01RECALL", TIMER_DELAY_SEC="30")
+        sent = sender.send("GRPC_TIMED", b"later", 0, UNIQ_KEY="01RECALL", TIMER_DELAY_SEC="30")
         handle = sent.ext_fields["recallHandle"]
 
         def recall(topic: str, recall_handle: str) -> object:
             return self.stub.RecallMessage(s.RecallMessageRequest(topic=d.Resource(name=topic), recall_handle=recall_handle),
                                            metadata=METADATA, timeout=5)
 
+        conflict = ("org.apache.rocketmq.proxy.common.ProxyException: TopicMessageType validate failed, the expected "
+                    "type is {}, but actual type is DELAY")
         for topic, sent_handle, code, message in (
-            ("bad topic!", handle, "ILLEGAL_TOPIC", "topic name 'bad topic!' is illegal"),
-            ("GRPC_STATUS", "%%%", "INTERNAL_SERVER_ERROR", "recall handle is invalid"),
-            ("NO_SUCH_TOPIC", handle, "TOPIC_NOT_FOUND", "recall failed, the topic[NO_SUCH_TOPIC] not exist"),
+            ("bad topic!", handle, "ILLEGAL_TOPIC",
+             "The specified topic[bad topic!] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"),
+            ("SCHEDULE_TOPIC_XXXX", handle, "ILLEGAL_TOPIC", "cannot access system topic"),
+            ("GRPC_TIMED", "%%%", "INTERNAL_SERVER_ERROR", "recall handle is invalid"),
+            ("NO_SUCH_TOPIC", handle, "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", conflict.format("UNSPECIFIED")),
+            ("GRPC_STATUS", handle, "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE", conflict.format("NORMAL")),
             ("GRPC_OTHER", handle, "INTERNAL_SERVER_ERROR", "recall failed, topic not match"),
         ):
             if topic == "GRPC_OTHER":
-                self.server.create_topic(topic, 1)
+                self.server.create_topic(topic, 1, "DELAY")
             answer = recall(topic, sent_handle)
             self.assertEqual((answer.status.code, answer.status.message), (self.code(code), message), topic)
-        done = recall("GRPC_STATUS", handle)
+        done = recall("GRPC_TIMED", handle)
         self.assertEqual((done.status.code, done.message_id), (self.code("OK"), "01RECALL"))
         # a 5.x SDK's own timer send answers the handle in its SendResultEntry
-        timed = d.Message(topic=d.Resource(name="GRPC_STATUS"), body=b"later too",
+        timed = d.Message(topic=d.Resource(name="GRPC_TIMED"), body=b"later too",
                           system_properties=d.SystemProperties(message_type=d.MessageType.DELAY, message_id="01RECALL2"))
         timed.system_properties.delivery_timestamp.FromMilliseconds(int(time.time() * 1000) + 30_000)
         entry = self.stub.SendMessage(s.SendMessageRequest(messages=[timed]), metadata=METADATA, timeout=5).entries[0]
         self.assertEqual(entry.status.code, self.code("OK"), entry)
         self.assertTrue(entry.recall_handle, "a timer message's send answers its recall handle")
-        again = recall("GRPC_STATUS", entry.recall_handle)
+        again = recall("GRPC_TIMED", entry.recall_handle)
         self.assertEqual((again.status.code, again.message_id), (self.code("OK"), "01RECALL2"))
 
     def _receive(self, group: str, topic: str = "GRPC_STATUS", poll_s: int = 0, invisible_s: int = 20) -> list:

@@ -44,6 +44,10 @@ class StartupFailureTest(unittest.TestCase):
         conf.write_text("fileReservedTime=three\n")  # a store setting
         proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
         self.assertOneLine(proc, "broker.conf: fileReservedTime=three is not a number")
+        for key in ("enableMixedMessageType", "enableTopicMessageTypeCheck"):  # 5.x's topic message-type switches
+            conf.write_text(f"{key}=yes\n")
+            proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+            self.assertOneLine(proc, f"broker.conf: {key}=yes is neither true nor false")
 
     def test_broker_port_in_use(self) -> None:
         with socket.socket() as taken:

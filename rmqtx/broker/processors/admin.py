@@ -5,7 +5,7 @@ from __future__ import annotations
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import is_system_topic, mq_map, ok, system_topics, topic_remark
 from rmqtx.broker.processors.admin_headers import GetTopicConfigRequestHeader
-from rmqtx.common import fastjson
+from rmqtx.common import fastjson, topic_attributes
 from rmqtx.common.fastjson import JavaSet
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
@@ -62,6 +62,15 @@ class TopicAdminProcessor:
         refused = self._check_topic(request, header.topic)
         if refused is not None:
             return refused
+        try:  # 5.x's attributes; a header without them (4.x tools) keeps what the topic has
+            modification = topic_attributes.parse_modification(header.attributes)
+            if (modification.get("+" + topic_attributes.MESSAGE_TYPE) == topic_attributes.MIXED
+                    and not self.ctx.config.switches.enable_mixed_message_type):
+                return request.make_response(ResponseCode.INVALID_PARAMETER, "MIXED message type is not supported.")
+            existing = self.ctx.topics.get(header.topic)
+            attributes = topic_attributes.alter(existing is None, existing.attributes if existing else {}, modification)
+        except topic_attributes.AttributeRefusal as refusal:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(refusal))
         self.ctx.topics.put(
             TopicConfig(
                 header.topic,
@@ -71,6 +80,7 @@ class TopicAdminProcessor:
                 header.topicFilterType,
                 header.topicSysFlag or 0,
                 header.order,
+                attributes,
             )
         )
         self.ctx.registrar.register_all(oneway=True)
