@@ -66,18 +66,17 @@ class TopicAdminProcessor:
         refused = self._check_topic(request, header.topic)
         if refused is not None:
             return refused
-        self.ctx.topics.put(
-            TopicConfig(
-                header.topic,
-                header.readQueueNums,
-                header.writeQueueNums,
-                header.perm,
-                header.topicFilterType,
-                header.topicSysFlag or 0,
-                header.order,
-            )
+        tc = TopicConfig(
+            header.topic,
+            header.readQueueNums,
+            header.writeQueueNums,
+            header.perm,
+            header.topicFilterType,
+            header.topicSysFlag or 0,
+            header.order,
         )
-        self.ctx.registrar.register_all(oneway=True)
+        self.ctx.topics.put(tc)
+        self.ctx.registrar.register_topic(tc)
         # Java's response starts as SYSTEM_ERROR "not set any response code"; only the code is reset
         return request.make_response(ResponseCode.SUCCESS, "not set any response code")
 
