@@ -77,6 +77,10 @@ class ConsumeQueue:
     With an ext root (enableConsumeQueueExt) each unit's tag field holds the address of an ext unit.
     """
 
+    # slots: one per queue that has had a message, tens of thousands on a busy broker (docs/many-queues.md)
+    __slots__ = ("topic", "queue_id", "file_size", "queue", "ext", "max_physic_offset", "min_logic_offset",
+                 "_prealloc_mark", "later", "_pending")
+
     def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
                  allocator: Executor | None = None, ext_root: str | None = None, ext_file_size: int = 0,
                  preallocate: bool = False) -> None:

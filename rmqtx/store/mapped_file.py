@@ -205,6 +205,10 @@ class MappedFile:
 class MappedFileQueue:
     """The files of one directory in offset order; the next file can be made ahead in a thread."""
 
+    # slots: a broker keeps one per consume queue, tens of thousands (docs/many-queues.md)
+    __slots__ = ("directory", "file_size", "allocator", "preallocate", "keep_fds", "readahead", "files", "_next",
+                 "flushed_where")
+
     def __init__(self, directory: str, file_size: int, allocator: Executor | None = None,
                  preallocate: bool = False, keep_fds: bool = True, readahead: bool = True) -> None:
         self.directory = directory
