@@ -53,6 +53,21 @@ def proc_figures(pid: int) -> dict[str, int]:
     return {"rss_anon_kb": vs_java.rss_anon_kb(pid), "maps": maps, "fds": fds}
 
 
+def settle_files(pid: int, since: float, quiet: float = 3.0, limit: float = 300.0) -> tuple[float, dict[str, int]]:
+    """Wait until the broker's descriptor count has not moved for ``quiet`` seconds (its consume-queue
+    files are made in a thread, after the answers); (seconds since the sends when it last moved, figures)."""
+    start = time.monotonic()
+    last = proc_figures(pid)
+    moved = start
+    while time.monotonic() - moved < quiet and time.monotonic() - start < limit:
+        time.sleep(0.5)
+        now = proc_figures(pid)
+        if now["fds"] != last["fds"]:
+            moved = time.monotonic()
+        last = now
+    return since + moved - start, last
+
+
 def broker_pid(server: vs_java.Server) -> int:
     return server.procs[-1].pid  # rmqtx: its one process; Java: the broker, started after the NameServer
 
@@ -226,6 +241,11 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
             rows.append((f"{name}: start -> topics made -> messages sent",
                          f"{before[key] / scale:.0f} -> {mid[key] / scale:.0f} -> {after[key] / scale:.0f}"))
         rows.append(("RssAnon growth per queue (KB)", f"{(after['rss_anon_kb'] - before['rss_anon_kb']) / total:.1f}"))
+        made, steady = settle_files(pid, time.monotonic() - t0)
+        rows.append(("descriptors steady (every queue's file made), after the sends (s)", f"{made:.1f}"))
+        rows.append(("then: RssAnon (MB), mapped regions, open descriptors; RssAnon growth per queue (KB)",
+                     f"{steady['rss_anon_kb'] // 1024} / {steady['maps']} / {steady['fds']}; "
+                     f"{(steady['rss_anon_kb'] - before['rss_anon_kb']) / total:.1f}"))
         t0 = time.monotonic()
         server.close()
         rows.append(("clean stop (s)", f"{time.monotonic() - t0:.2f}"))
