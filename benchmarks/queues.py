@@ -158,7 +158,7 @@ async def max_offsets(reactor, broker: str, topics: list[str], queues: int,
 #: A 4.9.8 broker loading mapped files (a restart) cleans buffers by reflection into java.nio, which
 #: Java 9+ refuses without these (vs_java.py never restarts on a store, so it does not need them).
 JAVA_OPENS = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-              "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED"]
+              "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
 
 
 def start(against: str, tmp: Path) -> vs_java.Server:
