@@ -44,6 +44,17 @@ def stop(proc: subprocess.Popen | None, grace: float = 15.0) -> None:
         _procs.remove(proc)
 
 
+def kill9(proc: subprocess.Popen) -> None:
+    """SIGKILL the process group at once (a crash), and forget it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+    if proc in _procs:
+        _procs.remove(proc)
+
+
 def stop_all() -> None:
     """Stop every process ``spawn`` started and that is still listed."""
     for proc in list(_procs):

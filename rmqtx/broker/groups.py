@@ -123,7 +123,8 @@ class SubscriptionGroupManager:
         }
 
     def persist(self):
-        return self.file.save(self.to_json())
+        """Write the file in a thread; changes in a burst share one write (rendered when it starts)."""
+        return self.file.save_latest(self.to_json)
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, created when auto-creation is on (as Java does)."""

@@ -10,10 +10,11 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 from twisted.internet import defer, threads
+from twisted.python.failure import Failure
 
 _BARE_KEY = re.compile(rb"([{,]\s*)(-?\d+)(\s*:)")
 
@@ -68,6 +69,7 @@ class JsonConfigFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._lock = defer.DeferredLock()  # saves of one file run in order, so the newest content lands last
+        self._queued: defer.Deferred | None = None  # a save_latest() waiting for its turn
 
     def load(self) -> Any | None:
         """The parsed file, falling back to ``.bak`` when the main file is missing or torn."""
@@ -90,6 +92,28 @@ class JsonConfigFile:
     def save(self, value: Any):
         """Render on the caller's thread, write in a worker thread, one save of this file at a time."""
         return self._lock.run(threads.deferToThread, _write_atomically, self.path, pretty(value))
+
+    def save_latest(self, render: Callable[[], Any]) -> defer.Deferred:
+        """Save what ``render()`` returns when this file's turn comes: changes made while a save is
+        written or waits join the one waiting save, so a burst of changes (2,000 topics created one
+        after another) renders and writes the file a few times, not once per change."""
+        if self._queued is not None:
+            return self._queued
+        queued: defer.Deferred = defer.Deferred()  # set before the lock runs write(), which may be at once
+        self._queued = queued
+
+        def write() -> defer.Deferred:
+            self._queued = None
+            return threads.deferToThread(_write_atomically, self.path, pretty(render()))
+
+        def settle(result: Any) -> None:  # the failure, if any, goes to the caller's Deferred only
+            if isinstance(result, Failure):
+                queued.errback(result)
+            else:
+                queued.callback(None)
+
+        self._lock.run(write).addBoth(settle)
+        return queued
 
     def drain(self):
         """A Deferred that fires once every save started so far has finished."""

@@ -11,6 +11,8 @@ from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
 
 from rmqtx.common import fastjson
+from rmqtx.common.fastjson import JavaMap
+from rmqtx.common.topic_config import TopicConfig
 from rmqtx.remoting.client import RemotingClient
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
@@ -39,12 +41,15 @@ class NamesrvRegistrar:
         #: Called with each NameServer's REGISTER_BROKER answer (a slave learns its master from it).
         self.on_registered: list = []
 
-    def _body(self) -> bytes:
-        """RegisterBrokerBody in fastjson's bytes, as Java's broker sends it (its topic table in bucket order)."""
-        return fastjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": self.topics.wire_json()})
+    def _body(self, only: TopicConfig | None = None) -> bytes:
+        """RegisterBrokerBody in fastjson's bytes, as Java's broker sends it: the whole topic table in its
+        bucket order, or (``registerIncrementBrokerData``) only the topic just created or changed."""
+        wrapper = self.topics.wire_json() if only is None else {
+            "dataVersion": self.topics.data_version.to_json(), "topicConfigTable": JavaMap({only.topicName: only.to_json()})}
+        return fastjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": wrapper})
 
-    def _register_request(self, oneway: bool) -> RemotingCommand:
-        body = self._body()
+    def _register_request(self, oneway: bool, only: TopicConfig | None = None) -> RemotingCommand:
+        body = self._body(only)
         header = RegisterBrokerRequestHeader(
             brokerName=self.config.brokerName,
             brokerAddr=self.config.broker_addr,
@@ -60,8 +65,14 @@ class NamesrvRegistrar:
         """Register with each NameServer; failures are logged and retried soon, never raised."""
         return defer.gatherResults([self._register(addr, oneway) for addr in self.config.namesrv_addrs])
 
-    def _register(self, addr: str, oneway: bool) -> "defer.Deferred":
-        request = self._register_request(oneway)
+    def register_topic(self, topic_config: TopicConfig) -> "defer.Deferred[list]":
+        """Tell each NameServer about one new or changed topic only, with the new data version (Java's
+        registerIncrementBrokerData after UPDATE_AND_CREATE_TOPIC): a NameServer keeps the broker's
+        other topics, and sending the whole table per created topic made creating N topics O(N^2)."""
+        return defer.gatherResults([self._register(addr, True, topic_config) for addr in self.config.namesrv_addrs])
+
+    def _register(self, addr: str, oneway: bool, only: TopicConfig | None = None) -> "defer.Deferred":
+        request = self._register_request(oneway, only)
         d: defer.Deferred[Any]
         if oneway:
             d = self.client.invoke_oneway(addr, request)

@@ -96,7 +96,8 @@ class TopicConfigManager:
         return {"dataVersion": self.data_version.to_json(), "topicConfigTable": table}
 
     def persist(self):
-        return self.file.save(self.to_json())
+        """Write topics.json in a thread; changes in a burst share one write (rendered when it starts)."""
+        return self.file.save_latest(self.to_json)
 
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)

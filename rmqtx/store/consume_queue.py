@@ -77,13 +77,20 @@ class ConsumeQueue:
     With an ext root (enableConsumeQueueExt) each unit's tag field holds the address of an ext unit.
     """
 
+    # slots: one per queue that has had a message, tens of thousands on a busy broker (docs/many-queues.md)
+    __slots__ = ("topic", "queue_id", "file_size", "queue", "ext", "max_physic_offset", "min_logic_offset",
+                 "_prealloc_mark", "later", "_pending")
+
     def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
                  allocator: Executor | None = None, ext_root: str | None = None, ext_file_size: int = 0,
                  preallocate: bool = False) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator, preallocate)
+        # no descriptor kept per file (a broker of 16,000 queues held 32,000) and no readahead on a
+        # fault (a new queue's first unit faulted in megabytes): see MappedFile.sync and mapped_file._map
+        self.queue = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size, allocator, preallocate,
+                                     keep_fds=False, readahead=False)
         self.ext = (ConsumeQueueExt(topic, queue_id, ext_root, ext_file_size, allocator, preallocate)
                     if ext_root else None)
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed

@@ -64,6 +64,28 @@ def _destroy_all(files: list["MappedFile"], dirs: tuple[str, ...]) -> None:
             pass  # not empty (re-created meanwhile) or already gone
 
 
+def _map(fd: int, size: int, readahead: bool) -> mmap.mmap:
+    """Map the file; without ``readahead`` a page fault brings in that page only.
+
+    A consume queue unit's first write into a fresh sparse file faults, and the kernel's readahead
+    then zero-fills and charges a whole window of pages (megabytes with large folios) on the
+    writing thread, the reactor: per new queue, most of its cost.
+    """
+    mm = mmap.mmap(fd, size)
+    if not readahead:
+        mm.madvise(mmap.MADV_RANDOM)
+    return mm
+
+
+def _kept(fd: int, keep: bool) -> int:
+    """The descriptor to keep beside a mapping, or -1 (closed now): Python's mmap holds its own
+    duplicate, so a kept one is a second descriptor per file (a queue each on a broker of many queues)."""
+    if keep:
+        return fd
+    os.close(fd)
+    return -1
+
+
 def _reserve(fd: int, size: int) -> None:
     """Allocate every block of the file now (ftruncate where the file system cannot)."""
     try:
@@ -90,12 +112,14 @@ class MappedFile:
         self.closed = False
 
     @classmethod
-    def create(cls, path: str, file_size: int, from_offset: int = 0, preallocate: bool = False) -> "MappedFile":
+    def create(cls, path: str, file_size: int, from_offset: int = 0, preallocate: bool = False,
+               keep_fd: bool = True, readahead: bool = True) -> "MappedFile":
         """Create the file sparse, as Java does; ``preallocate`` (warmMapedFileEnable) reserves its blocks.
 
         Reserved blocks make a full disk fail here rather than as SIGBUS on a later write through
         the mapping. The file is built under a temporary name and renamed, so a crash never leaves
-        a short file.
+        a short file. Without ``keep_fd`` the descriptor is closed once mapped (see :meth:`sync`);
+        without ``readahead`` see :func:`_map`.
         """
         directory = os.path.dirname(path)
         tmp = os.path.join(directory, f".{os.path.basename(path)}{TMP_SUFFIX}")
@@ -106,7 +130,7 @@ class MappedFile:
                 _reserve(fd, file_size)
             else:
                 os.ftruncate(fd, file_size)
-            mm = mmap.mmap(fd, file_size)
+            mm = _map(fd, file_size, readahead)
             os.rename(tmp, path)
         except BaseException:
             os.close(fd)
@@ -115,21 +139,22 @@ class MappedFile:
             except OSError:
                 pass
             raise
-        return cls(path, file_size, from_offset, fd, mm)
+        return cls(path, file_size, from_offset, _kept(fd, keep_fd), mm)
 
     @classmethod
-    def open(cls, path: str, file_size: int, from_offset: int = 0) -> "MappedFile":
+    def open(cls, path: str, file_size: int, from_offset: int = 0, keep_fd: bool = True,
+             readahead: bool = True) -> "MappedFile":
         """Map an existing file, which must have exactly the configured size."""
         actual = os.path.getsize(path)
         if actual != file_size:
             raise StoreError(f"{path}: size {actual} differs from the configured {file_size}")
         fd = os.open(path, os.O_RDWR)
         try:
-            mm = mmap.mmap(fd, file_size)
+            mm = _map(fd, file_size, readahead)
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, file_size, from_offset, fd, mm)
+        return cls(path, file_size, from_offset, _kept(fd, keep_fd), mm)
 
     @property
     def end_offset(self) -> int:
@@ -140,13 +165,25 @@ class MappedFile:
         return self.wrote >= self.file_size
 
     def sync(self) -> None:
-        """fdatasync the file (also writes back pages dirtied through the mapping); thread-safe."""
+        """fdatasync the file (also writes back pages dirtied through the mapping); thread-safe.
+
+        A file mapped without a kept descriptor is opened for the sync: fdatasync on any descriptor
+        of the file writes back its pages (mmap.flush() would, but holds the GIL while the disk works).
+        """
         with self._lock:
-            if not self.closed:
+            if self.closed:
+                return
+            if self.fd >= 0:
                 os.fdatasync(self.fd)
+                return
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
 
     def mtime(self) -> float:
-        return os.fstat(self.fd).st_mtime
+        return os.fstat(self.fd).st_mtime if self.fd >= 0 else os.stat(self.path).st_mtime
 
     def close(self) -> None:
         with self._lock:
@@ -154,7 +191,8 @@ class MappedFile:
                 return
             self.closed = True
             self.mm.close()
-            os.close(self.fd)
+            if self.fd >= 0:
+                os.close(self.fd)
 
     def destroy(self) -> None:
         self.close()
@@ -167,12 +205,18 @@ class MappedFile:
 class MappedFileQueue:
     """The files of one directory in offset order; the next file can be made ahead in a thread."""
 
+    # slots: a broker keeps one per consume queue, tens of thousands (docs/many-queues.md)
+    __slots__ = ("directory", "file_size", "allocator", "preallocate", "keep_fds", "readahead", "files", "_next",
+                 "flushed_where")
+
     def __init__(self, directory: str, file_size: int, allocator: Executor | None = None,
-                 preallocate: bool = False) -> None:
+                 preallocate: bool = False, keep_fds: bool = True, readahead: bool = True) -> None:
         self.directory = directory
         self.file_size = file_size
         self.allocator = allocator
         self.preallocate = preallocate
+        self.keep_fds = keep_fds  # False: files keep only their mapping (see MappedFile.sync)
+        self.readahead = readahead  # False: faults bring in one page (see _map)
         self.files: list[MappedFile] = []
         self._next: tuple[int, Future] | None = None
         self.flushed_where = 0
@@ -183,7 +227,8 @@ class MappedFileQueue:
         remove_leftovers(self.directory)
         names = sorted(n for n in os.listdir(self.directory) if _NAME.match(n))
         for name in names:
-            mf = MappedFile.open(os.path.join(self.directory, name), self.file_size, int(name))
+            mf = MappedFile.open(os.path.join(self.directory, name), self.file_size, int(name), self.keep_fds,
+                                 self.readahead)
             mf.wrote = self.file_size
             self.files.append(mf)
         self.flushed_where = self.max_offset
@@ -231,9 +276,10 @@ class MappedFileQueue:
         if mf is None:
             path = os.path.join(self.directory, file_name(offset))
             if self.allocator is None:
-                mf = MappedFile.create(path, self.file_size, offset, self.preallocate)
+                mf = MappedFile.create(path, self.file_size, offset, self.preallocate, self.keep_fds, self.readahead)
             else:  # queued behind any retire() of this directory: an old file of the same name goes first
-                mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate).result()
+                mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate,
+                                           self.keep_fds, self.readahead).result()
         self.files.append(mf)
         return mf
 
@@ -248,7 +294,8 @@ class MappedFileQueue:
         else:
             return
         path = os.path.join(self.directory, file_name(offset))
-        self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate))
+        self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate,
+                                                    self.keep_fds, self.readahead))
 
     @property
     def next_pending(self) -> bool:

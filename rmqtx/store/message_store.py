@@ -4,6 +4,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import threading
 import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
@@ -92,6 +93,10 @@ class MessageStore:
         self._reactor: Any = None
         #: Consume queues whose units wait for a file the allocator thread is making.
         self.waiting_cqs: set[ConsumeQueue] = set()
+        # queues whose file the allocator made, for the reactor's next turn (see _cq_made_in_thread)
+        self._made_lock = threading.Lock()
+        self._made_cqs: list[ConsumeQueue] = []
+        self._made_told = False
         self._batch_limits: dict[tuple[int, int, int, int, int], tuple[tuple[int, int], tuple[int, int]]] = {}
 
     # ---- lifecycle --------------------------------------------------------------------------
@@ -165,7 +170,28 @@ class MessageStore:
 
     def _cq_later(self, cq: ConsumeQueue, fut: Any) -> None:
         self.waiting_cqs.add(cq)
-        self._when_made(fut, self._cq_file_made, cq)
+        if fut is None:
+            self._when_made(None, self._cq_file_made, cq)
+            return
+        reactor = self._reactor
+        fut.add_done_callback(lambda _f: self._cq_made_in_thread(reactor, cq))
+
+    def _cq_made_in_thread(self, reactor: Any, cq: ConsumeQueue) -> None:
+        """The allocator made a queue's file: queue it for the reactor, which hears once per batch
+        (a burst of new queues is thousands of files, each a wake-up of the reactor otherwise)."""
+        with self._made_lock:
+            self._made_cqs.append(cq)
+            if self._made_told:
+                return
+            self._made_told = True
+        reactor.callFromThread(self._cq_files_made)
+
+    def _cq_files_made(self) -> None:
+        with self._made_lock:
+            made, self._made_cqs = self._made_cqs, []
+            self._made_told = False
+        for cq in made:
+            self._cq_file_made(cq)
 
     def _cq_file_made(self, cq: ConsumeQueue) -> None:
         """Write a queue's waiting units into its new file (readers saw them in memory already)."""

@@ -474,11 +474,12 @@ class FileCreationThreadTest(unittest.TestCase):
         self.made: list[tuple[str, str, bool]] = []  # (file, thread, whether the reactor let it go)
         real = mapped_file.MappedFile.create.__func__
 
-        def held_create(cls, path: str, file_size: int, from_offset: int = 0, preallocate: bool = False):
+        def held_create(cls, path: str, file_size: int, from_offset: int = 0, preallocate: bool = False,
+                        keep_fd: bool = True, readahead: bool = True):
             released = not self.hold or self.gate.wait(3)
             self.gate.clear()  # the next creation waits for the reactor's next turn
             self.made.append((path, threading.current_thread().name, released))
-            return real(cls, path, file_size, from_offset, preallocate)
+            return real(cls, path, file_size, from_offset, preallocate, keep_fd, readahead)
 
         self.real_create = mapped_file.MappedFile.create
         mapped_file.MappedFile.create = classmethod(held_create)

@@ -71,19 +71,18 @@ class TopicAdminProcessor:
             attributes = topic_attributes.alter(existing is None, existing.attributes if existing else {}, modification)
         except topic_attributes.AttributeRefusal as refusal:
             return request.make_response(ResponseCode.SYSTEM_ERROR, str(refusal))
-        self.ctx.topics.put(
-            TopicConfig(
-                header.topic,
-                header.readQueueNums,
-                header.writeQueueNums,
-                header.perm,
-                header.topicFilterType,
-                header.topicSysFlag or 0,
-                header.order,
-                attributes,
-            )
+        tc = TopicConfig(
+            header.topic,
+            header.readQueueNums,
+            header.writeQueueNums,
+            header.perm,
+            header.topicFilterType,
+            header.topicSysFlag or 0,
+            header.order,
+            attributes,
         )
-        self.ctx.registrar.register_all(oneway=True)
+        self.ctx.topics.put(tc)
+        self.ctx.registrar.register_topic(tc)
         # Java's response starts as SYSTEM_ERROR "not set any response code"; only the code is reset
         return request.make_response(ResponseCode.SUCCESS, "not set any response code")
 
