@@ -16,16 +16,11 @@ import time
 from pathlib import Path
 
 from interop.modes import Mode
-from testkit.ports import free_port
 from interop.probe import Access, Probe
+from testkit.matrix import MATRIX_CONF
+from testkit.ports import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-#: Short levels keep retry (level 3) and the C++ client's 16 retries before the DLQ quick.
-LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
-MATRIX_CONF = {"messageDelayLevel": LEVELS, "enablePropertyFilter": "true", "transactionCheckInterval": "2000",
-               "transactionTimeOut": "3000", "recallMessageEnable": "true",
-               # the gRPC scenarios receive with 1-2 s invisible durations (Apache's proxy: 10 s at least)
-               "minInvisibleTimeMillsForRecv": "1000"}
 
 
 class Standalone:

@@ -316,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--proxy-conf", action="append", default=[], metavar="KEY=VALUE",
                         help="an rmq-proxy.json setting (a number when it is one), repeatable")
     parser.add_argument("--interop", action="store_true",
-                        help="the interop matrix's standalone settings (interop/server.py MATRIX_CONF): short delay "
+                        help="the interop matrix's standalone settings (testkit/matrix.py): short delay "
                              "levels, quick transaction checks, 1 s minimum invisible time")
     args = parser.parse_args(argv)
     stopping: list[int] = []
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     broker_conf: dict[str, object] = {}
     proxy_conf: dict[str, object] = {}
     if args.interop:
-        from interop.server import MATRIX_CONF
+        from testkit.matrix import MATRIX_CONF
 
         broker_conf.update((k, v) for k, v in MATRIX_CONF.items() if k != "minInvisibleTimeMillsForRecv")
         proxy_conf["minInvisibleTimeMillsForRecv"] = int(MATRIX_CONF["minInvisibleTimeMillsForRecv"])

@@ -15,7 +15,7 @@ from pathlib import Path
 from interop.drivers import all_drivers
 from interop.runner import Cell
 from interop.scenarios import SCENARIOS
-from interop.server import LEVELS, MATRIX_CONF
+from testkit.matrix import LEVELS, MATRIX_CONF
 from testkit.ports import free_port
 from testkit.standalone import REPO, Standalone
 from testkit.py5 import PY5_VENV
