@@ -11,6 +11,7 @@ topic@group items stay small and a minute's window slides instead of restarting 
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections import defaultdict
 from datetime import date, datetime
 from typing import Callable
@@ -203,12 +204,7 @@ class BrokerStats:
         row[1] += wrote_bytes
         size = wrote_bytes // messages if messages else 0
         row[2] += size
-        bucket = 3
-        for bound in MESSAGE_SIZE_BOUNDS:
-            if size <= bound:
-                break
-            bucket += 1
-        row[bucket] += 1
+        row[3 + bisect_left(MESSAGE_SIZE_BOUNDS, size)] += 1  # histogram buckets follow count and sums
 
     def on_dlq(self, group: str, topic: str) -> None:
         """A message given up on and written to ``%DLQ%group`` (topic: the one Java's counter names)."""
@@ -226,12 +222,7 @@ class BrokerStats:
         row[0] += 1
         latency = (int(self.clock() * 1000) - born_ms) // 1000
         row[2] += latency
-        bucket = 3
-        for bound in FINISH_LATENCY_BOUNDS:
-            if latency <= bound:
-                break
-            bucket += 1
-        row[bucket] += 1
+        row[3 + bisect_left(FINISH_LATENCY_BOUNDS, latency)] += 1
 
     def on_get(self, topic: str, group: str, messages: int, size: int) -> None:
         """One pull answered from the store: ``messages`` records of ``size`` bytes (0 for a miss)."""

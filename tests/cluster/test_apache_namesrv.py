@@ -10,16 +10,14 @@ Trial-only in CI (JVMs and the 4.9.8 build): the pytest env ignores this file.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import unittest
 from pathlib import Path
 
 from testkit import java as java498
+from testkit import procs
 from testkit.ha import wait_until
 from tests.cluster import java_client
-from tests.cluster.harness import (CLUSTER, QUEUES, TOPIC, Namesrv, TwoGroups,
-                                   rmqadmin, rows, stored)
+from tests.cluster.harness import CLUSTER, QUEUES, TOPIC, Namesrv, TwoGroups, rmqadmin, rows, stored
 from tests.cluster.scenario import FailoverScenario
 
 
@@ -38,23 +36,14 @@ class ApacheNamesrv(Namesrv):
         (home / "conf" / "logback_namesrv.xml").write_text(java498.LOGBACK.format(log=self.root / f"{self.name}.rocketmq.log"))
         conf = self.root / f"{self.name}.conf"
         conf.write_text(f"listenPort={self.port}\nkvConfigPath={self.root / f'{self.name}-kvConfig.json'}\n")
-        java = java498.java_bin()
-        cmd = [java, "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", f"-Duser.home={home}", f"-Drocketmq.home.dir={home}",
-               "-cp", self.classpath, "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(conf)]
-        with open(self.log_path, "ab") as out:
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=home,
-                                         env={**os.environ, "ROCKETMQ_HOME": str(home)}, start_new_session=True)
+        cmd = [java498.java_bin(), "-Xms128m", "-Xmx256m", "-XX:+UseSerialGC", f"-Duser.home={home}",
+               f"-Drocketmq.home.dir={home}", "-cp", self.classpath, "org.apache.rocketmq.namesrv.NamesrvStartup",
+               "-c", str(conf)]
+        self.proc = procs.spawn(cmd, self.log_path, cwd=home, env={**os.environ, "ROCKETMQ_HOME": str(home)})
         return self
 
     def stop(self) -> bool:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-                return False
+        procs.stop(self.proc, grace=30)
         return True
 
 

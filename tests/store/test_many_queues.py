@@ -8,8 +8,7 @@ import os
 from twisted.internet import defer
 from twisted.trial import unittest
 
-from rmqtx.remoting import (RemotingClient, RemotingCommand, RequestCode,
-                            ResponseCode)
+from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqtx.store.consume_queue import UNIT, UNIT_SIZE
 from rmqtx.store.mapped_file import file_name
 from testkit.standalone import Standalone
