@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Any, Awaitable, Callable, Union
 
-from twisted.internet import defer, protocol, tcp
+from twisted.internet import defer, protocol
 from twisted.internet.interfaces import IConsumer, IPushProducer, ITCPTransport
 from twisted.logger import Logger
 from twisted.protocols.basic import Int32StringReceiver
@@ -20,6 +20,7 @@ from rmqtx.remoting.bodies import BodyError
 from rmqtx.remoting.codes import ONEWAY_FLAG, RESPONSE_FLAG, ResponseCode, request_name
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.header import HeaderError
+from rmqtx.remoting.send_now import send_now
 from rmqtx.remoting.serializer import MAX_FRAME_BYTES, FrameError, decode_frame_payload, encode_frame_parts
 
 log = Logger(namespace="rmqtx.remoting")
@@ -238,7 +239,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
     def _flush_out(self) -> None:
         out, self._out = self._out, None
         if out and not self.closed:
-            if not _send_now(self.transport, out):
+            if not send_now(self.transport, out):
                 self.transport.writeSequence(out)
 
     def lengthLimitExceeded(self, length: int) -> None:
@@ -372,33 +373,3 @@ def batch_writes(fn: Callable[[], None]) -> None:
         _held = None
         for conn in held:
             conn._flush_out()
-
-
-def _send_now(transport: object, parts: list[bytes]) -> bool:
-    """Write to a TCP socket at once when nothing is queued before it; False leaves it to Twisted.
-
-    Twisted sends only once the reactor sees the socket writable: two epoll_ctl calls and one more
-    poll per read cycle, which cost as much as the answers themselves under a multiplexing client.
-    What the socket does not take is queued with the transport as usual, so order is kept.
-    """
-    if type(transport) is not tcp.Server and type(transport) is not tcp.Client:
-        return False
-    t: tcp.Connection = transport
-    if (
-        not t.connected
-        or t.disconnecting
-        or t._writeDisconnected
-        or t._tempDataBuffer
-        or len(t.dataBuffer) > t.offset
-    ):
-        return False
-    data = b"".join(parts)
-    try:
-        sent = t.socket.send(data)
-    except (BlockingIOError, InterruptedError):
-        sent = 0
-    except OSError:
-        return False  # Twisted's own write path meets the error and closes the connection
-    if sent < len(data):
-        t.write(data[sent:])
-    return True

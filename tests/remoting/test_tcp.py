@@ -22,7 +22,7 @@ from rmqtx.remoting import (
 from rmqtx.remoting.serializer import decode_frame, encode_frame
 from tests.client.support import wait_until
 
-ECHO, FAIL, CALL_BACK, SLOW_ONEWAY_LOG, HOLD = 1001, 1002, 1003, 1004, 1005
+ECHO, FAIL, CALL_BACK, SLOW_ONEWAY_LOG, HOLD, ECHO_NOW = 1001, 1002, 1003, 1004, 1005, 1006
 
 
 def build_server_dispatcher(seen_oneway: list, held: dict | None = None) -> Dispatcher:
@@ -56,6 +56,8 @@ def build_server_dispatcher(seen_oneway: list, held: dict | None = None) -> Disp
     dispatcher.register(CALL_BACK, call_back)
     dispatcher.register(SLOW_ONEWAY_LOG, oneway)
     dispatcher.register(HOLD, hold)
+    dispatcher.register(ECHO_NOW, lambda request, conn: request.make_response(  # answered within the read
+        ResponseCode.SUCCESS, remark=request.field("tag"), body=request.body))
     return dispatcher
 
 
@@ -99,6 +101,39 @@ class ServerClientTest(unittest.TestCase):
         self.assertEqual([r.body for r in results], [b"", b"x", b"xx", b"xxx"])
         self.assertEqual(finished, ["r1", "r3", "r2", "r0"])
         self.assertEqual(len(self.factory.connections), 1)
+
+    @defer.inlineCallbacks
+    def test_answers_leave_at_once_and_through_twisted_when_its_fields_are_missing(self):
+        """send_now writes a read's answers on the socket itself; a Twisted without the private field it
+        reads turns the shortcut off for good, and answers go on through writeSequence."""
+        from rmqtx.remoting import protocol as protocol_module
+        from rmqtx.remoting import send_now as send_now_module
+
+        results: list[bool] = []
+        strip = {"on": False}
+
+        def watched(transport, parts):
+            if not strip["on"]:
+                results.append(send_now_module.send_now(transport, parts))
+                return results[-1]
+            saved = transport._tempDataBuffer
+            del transport._tempDataBuffer  # what a Twisted that renamed the field would look like
+            try:
+                results.append(send_now_module.send_now(transport, parts))
+            finally:
+                transport._tempDataBuffer = saved
+            return results[-1]
+
+        self.patch(protocol_module, "send_now", watched)
+        self.addCleanup(setattr, send_now_module, "enabled", True)
+        resp = yield self.client.invoke(self.addr, RemotingCommand.request(ECHO_NOW, {"tag": "fast"}, body=b"a" * 100))
+        self.assertEqual((resp.remark, resp.body, results), ("fast", b"a" * 100, [True]))
+        strip["on"] = True
+        resp = yield self.client.invoke(self.addr, RemotingCommand.request(ECHO_NOW, {"tag": "slow"}, body=b"b" * 100))
+        self.assertEqual((resp.remark, resp.body, results[-1], send_now_module.enabled), ("slow", b"b" * 100, False, False))
+        strip["on"] = False
+        resp = yield self.client.invoke(self.addr, RemotingCommand.request(ECHO_NOW, {"tag": "after"}))
+        self.assertEqual((resp.remark, results[-1]), ("after", False))  # off for good, answered all the same
 
     @defer.inlineCallbacks
     def test_oneway_gets_no_answer(self):
