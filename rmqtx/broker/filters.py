@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from twisted.logger import Logger
 
@@ -21,6 +21,9 @@ from rmqtx.filter import (BloomFilter, BloomFilterData, CompiledExpression, Filt
                           compile_cached, consumer_bloom_key)
 from rmqtx.store.consume_queue_ext import ExtUnit
 from rmqtx.store.message_filter import MessageFilter
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
 
 log = Logger(namespace="rmqtx.broker.filters")
 
@@ -180,7 +183,7 @@ class ConsumerFilterManager:
         for topic in loaded:
             self._changed(topic)
 
-    def persist(self):
+    def persist(self) -> defer.Deferred[None] | None:
         """Write the file in a thread when its content changed since the last write (the 10 s timer)."""
         content = self.to_json()
         if content == self._saved:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
 from rmqtx.broker.topics import DataVersion
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
+
+    from rmqtx.broker.config import BrokerConfig
 
 SYSTEM_GROUPS = (
     "TOOLS_CONSUMER",
@@ -101,7 +106,7 @@ class SubscriptionGroupConfig:
 
 
 class SubscriptionGroupManager:
-    def __init__(self, config, store_root: str) -> None:
+    def __init__(self, config: BrokerConfig, store_root: str) -> None:
         self.config = config
         self.file = JsonConfigFile(Path(store_root) / "config" / "subscriptionGroup.json")
         self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(groupName=g) for g in SYSTEM_GROUPS}
@@ -122,7 +127,7 @@ class SubscriptionGroupManager:
             "subscriptionGroupTable": {name: g.to_json() for name, g in self.table.items()},
         }
 
-    def persist(self):
+    def persist(self) -> defer.Deferred[None]:
         """Write the file in a thread; changes in a burst share one write (rendered when it starts)."""
         return self.file.save_latest(self.to_json)
 

@@ -89,7 +89,7 @@ class JsonConfigFile:
         """Blocking write: for start-up and shutdown."""
         _write_atomically(self.path, pretty(value))
 
-    def save(self, value: Any):
+    def save(self, value: Any) -> defer.Deferred[None]:
         """Render on the caller's thread, write in a worker thread, one save of this file at a time."""
         return self._lock.run(threads.deferToThread, _write_atomically, self.path, pretty(value))
 
@@ -115,6 +115,6 @@ class JsonConfigFile:
         self._lock.run(write).addBoth(settle)
         return queued
 
-    def drain(self):
+    def drain(self) -> defer.Deferred[None]:
         """A Deferred that fires once every save started so far has finished."""
         return self._lock.run(lambda: None)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rmqtx.broker.jsonfiles import JsonConfigFile
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
 
 SEPARATOR = "@"
 
@@ -46,7 +50,7 @@ class ConsumerOffsetManager:
             del self.table[key]
         self.dirty = True
 
-    def persist(self, force: bool = False):
+    def persist(self, force: bool = False) -> defer.Deferred[None] | None:
         """Write when something changed (the 5 s timer) or when forced."""
         if not (self.dirty or force):
             return None

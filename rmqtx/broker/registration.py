@@ -4,11 +4,12 @@ topic changes; unregister at stop."""
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from twisted.internet import defer, task
 from twisted.internet.interfaces import IDelayedCall
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rmqtx.common import fastjson
 from rmqtx.common.fastjson import JavaMap
@@ -18,20 +19,24 @@ from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import BrokerIdentityRequestHeader, RegisterBrokerRequestHeader
 
+if TYPE_CHECKING:
+    from rmqtx.broker.config import BrokerConfig
+    from rmqtx.broker.topics import TopicConfigManager
+
 log = Logger(namespace="rmqtx.broker.registration")
 
 #: A failed registration is retried this soon, not only at the next 30 s period.
 RETRY_SECONDS = 2.0
 
 
-def register_period(config) -> float:
+def register_period(config: BrokerConfig) -> float:
     """Seconds between periodic registrations: Java keeps registerNameServerPeriod within 10-60 s, so a
     NameServer that restarts empty hears from every broker within that bound, and no sooner a flood."""
     return max(10_000, min(int(config.registerNameServerPeriod), 60_000)) / 1000
 
 
 class NamesrvRegistrar:
-    def __init__(self, config, topics, client: RemotingClient) -> None:
+    def __init__(self, config: BrokerConfig, topics: TopicConfigManager, client: RemotingClient) -> None:
         self.config = config
         self.topics = topics
         self.client = client
@@ -90,7 +95,7 @@ class NamesrvRegistrar:
                 log.failure("registration listener failed")
         return response
 
-    def _failed(self, failure, addr: str) -> None:
+    def _failed(self, failure: Failure, addr: str) -> None:
         """A NameServer that is not up yet (started after us) is tried again in a few seconds."""
         log.warn("register to {addr} failed: {why}", addr=addr, why=failure.getErrorMessage())
         running = self._loop is not None and self._loop.running

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from twisted.internet import task
 from twisted.logger import Logger
@@ -14,7 +14,10 @@ from rmqtx.broker.reput import due_copy
 from rmqtx.common.message import PROPERTY_DELAY, PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC
 from rmqtx.common.sysflag import TRANSACTION_COMMIT, TRANSACTION_MASK
 from rmqtx.common.topics import SCHEDULE_TOPIC
-from rmqtx.store.record import RecordError, decode_record, parse_delay_levels
+from rmqtx.store.record import Record, RecordError, decode_record, parse_delay_levels
+
+if TYPE_CHECKING:
+    from rmqtx.store.message_store import MessageStore
 
 log = Logger(namespace="rmqtx.broker.schedule")
 
@@ -26,7 +29,7 @@ BATCH = 32
 class ScheduleMessageService:
     """Per level progress in ``config/delayOffset.json``; due messages are re-put in order, once."""
 
-    def __init__(self, store, store_root: str, delay_spec: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, store: MessageStore, store_root: str, delay_spec: str, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.clock = clock
         self.levels = parse_delay_levels(delay_spec)
@@ -119,7 +122,7 @@ class ScheduleMessageService:
             self.offsets[level] = offset
             self._dirty = True
 
-    def _reput(self, record) -> None:
+    def _reput(self, record: Record) -> None:
         """Put the scheduled copy on its real topic as Java does (its DELAY stays in the stored string)."""
         copy = due_copy(record)
         if copy is None:

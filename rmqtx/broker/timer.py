@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from twisted.internet import defer, task, threads
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rmqtx.broker.reput import copy_of, delay_level
 from rmqtx.common.javacompat import java_float, java_string_hash
@@ -27,7 +28,7 @@ from rmqtx.common.message import PROPERTY_REAL_QUEUE_ID, PROPERTY_REAL_TOPIC, PR
 from rmqtx.common.sysflag import TRANSACTION_COMMIT, TRANSACTION_MASK
 from rmqtx.common.topics import TIMER_TOPIC
 from rmqtx.remoting.codes import ResponseCode
-from rmqtx.store.record import RecordError, decode_record
+from rmqtx.store.record import Record, RecordError, decode_record
 from rmqtx.store.results import PutStatus
 from rmqtx.store.timer import (
     BLANK_SLOTS,
@@ -39,6 +40,9 @@ from rmqtx.store.timer import (
     TimerConfig,
     TimerFiles,
 )
+
+if TYPE_CHECKING:
+    from rmqtx.store.message_store import MessageStore
 
 log = Logger(namespace="rmqtx.broker.timer")
 
@@ -119,7 +123,8 @@ class TpsCounter:
 class TimerMessageService:
     """The timer wheel of one broker: send-path redirect, enqueue, dequeue, flush, recovery."""
 
-    def __init__(self, store, root: str, cfg: TimerConfig, clock: Callable[[], float] = time.time, reactor=None) -> None:
+    def __init__(self, store: MessageStore, root: str, cfg: TimerConfig, clock: Callable[[], float] = time.time,
+                 reactor: Any = None) -> None:
         self.store = store
         self.root = root
         self.cfg = cfg
@@ -429,7 +434,7 @@ class TimerMessageService:
         chain.reverse()
         return chain
 
-    def _read_unit(self, unit: tuple):
+    def _read_unit(self, unit: tuple) -> Record | None:
         """The timer topic record a unit names, or None."""
         offset_py, size_py = unit[5], unit[6]
         raw = self.store.look_message_by_offset(offset_py)
@@ -472,7 +477,7 @@ class TimerMessageService:
             self.dequeue_rate.flow()
         return ok
 
-    def _deliver(self, rec, props: dict[str, str], enqueue_ms: str, roll: bool, now: int) -> bool:
+    def _deliver(self, rec: Record, props: dict[str, str], enqueue_ms: str, roll: bool, now: int) -> bool:
         """Put the copy on its real topic (or, rolling, back on the timer topic); False to retry later."""
         props[TIMER_ENQUEUE_MS] = enqueue_ms
         if roll:
@@ -509,12 +514,12 @@ class TimerMessageService:
         self._syncing = True
         pos = files.log.write_pos
 
-        def done(_):
+        def done(_: object) -> None:
             self._syncing = False
             if self.files is files:
                 files.check.set(last_flush_pos=pos)
 
-        def failed(f):
+        def failed(f: Failure) -> None:
             self._syncing = False
             self._dirty = True
             log.failure("timer files sync failed", f)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from twisted.logger import Logger
 
@@ -21,6 +22,11 @@ from rmqtx.common.topics import (
     SCHEDULE_TOPIC,
     SELF_TEST_TOPIC,
 )
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
+
+    from rmqtx.broker.config import BrokerConfig
 
 log = Logger(namespace="rmqtx.broker.topics")
 #: Java's TopicConfigManager table: ``new ConcurrentHashMap<>(1024)``, 2048 buckets (grown at 3/4 full).
@@ -44,7 +50,7 @@ class DataVersion:
 class TopicConfigManager:
     """All topics this broker serves, persisted to ``config/topics.json``."""
 
-    def __init__(self, config, store_root: str) -> None:
+    def __init__(self, config: BrokerConfig, store_root: str) -> None:
         self.config = config
         self.file = JsonConfigFile(Path(store_root) / "config" / "topics.json")
         self.table: dict[str, TopicConfig] = {}
@@ -95,7 +101,7 @@ class TopicConfigManager:
         table = JavaMap(((name, tc.to_json()) for name, tc in self.table.items()), capacity=capacity)
         return {"dataVersion": self.data_version.to_json(), "topicConfigTable": table}
 
-    def persist(self):
+    def persist(self) -> defer.Deferred[None]:
         """Write topics.json in a thread; changes in a burst share one write (rendered when it starts)."""
         return self.file.save_latest(self.to_json)
 

@@ -9,7 +9,7 @@ producer group is asked (CHECK_TRANSACTION_STATE); after transactionCheckMax che
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from twisted.internet import defer, task
 from twisted.logger import Logger
@@ -32,8 +32,17 @@ from rmqtx.common.topics import PERM_READ, PERM_WRITE, TRANS_CHECK_MAX_TIME_TOPI
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CheckTransactionStateRequestHeader
-from rmqtx.store.record import RecordError, decode_record, encode_record, record_msg_id
+from rmqtx.store.record import Record, RecordError, decode_record, encode_record, record_msg_id
 from rmqtx.store.results import MessageToStore, PutResult, PutStatus
+
+if TYPE_CHECKING:
+    from rmqtx.broker.clients import ClientManager
+    from rmqtx.broker.config import BrokerConfig
+    from rmqtx.broker.offsets import ConsumerOffsetManager
+    from rmqtx.broker.schedule import ScheduleMessageService
+    from rmqtx.broker.timer import TimerMessageService
+    from rmqtx.broker.topics import TopicConfigManager
+    from rmqtx.store.message_store import MessageStore
 
 log = Logger(namespace="rmqtx.broker.transactions")
 
@@ -70,8 +79,10 @@ def _commit_failure(status: PutStatus, max_message_size: int) -> TransactionErro
 
 
 class TransactionService:
-    def __init__(self, config, store, topics, offsets, clients, store_host: Callable[[], tuple[str, int]],
-                 clock: Callable[[], float] = time.time, schedule=None, timer=None) -> None:
+    def __init__(self, config: BrokerConfig, store: MessageStore, topics: TopicConfigManager,
+                 offsets: ConsumerOffsetManager, clients: ClientManager, store_host: Callable[[], tuple[str, int]],
+                 clock: Callable[[], float] = time.time, schedule: ScheduleMessageService | None = None,
+                 timer: TimerMessageService | None = None) -> None:
         self.config = config
         self.store = store
         self.topics = topics
@@ -128,7 +139,7 @@ class TransactionService:
         _, created = self.topics.create_system_topic(TRANS_HALF_TOPIC, 1, PERM_READ | PERM_WRITE)
         return TRANS_HALF_TOPIC, 0
 
-    def _half_at(self, queue_offset: int):
+    def _half_at(self, queue_offset: int) -> Record | None:
         result = self.store.get_message(TRANS_HALF_TOPIC, 0, queue_offset, 1)
         if not result.messages:
             return None
@@ -163,7 +174,7 @@ class TransactionService:
             return self._write_op(half).addCallback(lambda _: half)
         return self._put_final(half, props).addCallback(self._committed, half, uniq)
 
-    def _committed(self, result: PutResult, half, uniq: str) -> "defer.Deferred[Any]":
+    def _committed(self, result: PutResult, half: Record, uniq: str) -> "defer.Deferred[Any]":
         """Java writes the op record (and answers SUCCESS) only for a commit the store took; else the half stays."""
         if result.status not in _COMMITTED:
             self.resolved_offsets.discard(half.queue_offset)
@@ -171,7 +182,7 @@ class TransactionService:
             raise _commit_failure(result.status, self.config.maxMessageSize)
         return self._write_op(half).addCallback(lambda _: half)
 
-    def _put_final(self, half, props: dict[str, str]) -> "defer.Deferred[PutResult]":
+    def _put_final(self, half: Record, props: dict[str, str]) -> "defer.Deferred[PutResult]":
         """The committed copy on its real topic; a DELAY level still in it sends it through the schedule topic, as in Java."""
         copy, routing = committed_copy(half)
         timer = self.timer
@@ -189,7 +200,7 @@ class TransactionService:
         # the copy keeps the half's WAIT: Java's commit waits for a SYNC_MASTER's slave unless it says false
         return d if self.after_put is None else self.after_put(d, copy.properties)
 
-    def _write_op(self, half) -> "defer.Deferred[PutResult]":
+    def _write_op(self, half: Record) -> "defer.Deferred[PutResult]":
         # no topic config for the op topic: Java writes it through the store only, so no route lists it
         return self.store.put_message(
             MessageToStore(
@@ -236,20 +247,20 @@ class TransactionService:
             offset += 1
         self.offsets.commit(CHECK_GROUP, TRANS_HALF_TOPIC, 0, offset)
 
-    def _discard(self, half) -> None:
+    def _discard(self, half: Record) -> None:
         """Checked too often: give up (rolled back), keeping a copy where operators can find it."""
         log.info("transaction {offset} checked {max} times: discarded", offset=half.physical_offset, max=self.config.transactionCheckMax)
         self.topics.create_system_topic(TRANS_CHECK_MAX_TIME_TOPIC, 1, PERM_READ | PERM_WRITE)
         self.store.put_message(self._copy(half, TRANS_CHECK_MAX_TIME_TOPIC, half.properties))
 
-    def _copy(self, half, topic: str, properties: str) -> MessageToStore:
+    def _copy(self, half: Record, topic: str, properties: str) -> MessageToStore:
         return MessageToStore(
             topic=topic, queue_id=0, flag=half.flag, body=half.body, properties=properties, sys_flag=half.sys_flag,
             born_timestamp=half.born_timestamp, born_host=(half.born_host, half.born_port), store_host=self.store_host(),
             reconsume_times=half.reconsume_times, prepared_transaction_offset=half.prepared_transaction_offset,
         )
 
-    def _renew_and_ask(self, half, props: dict[str, str]) -> None:
+    def _renew_and_ask(self, half: Record, props: dict[str, str]) -> None:
         """Re-put the half with its check count raised, then ask a live producer of its group."""
         d = self.store.put_message(self._copy(half, TRANS_HALF_TOPIC, properties_to_string(props)))
         d.addCallback(self._ask, props)
@@ -261,7 +272,9 @@ class TransactionService:
         if channel is None:
             log.info("no live producer of group {group} to check a transaction", group=props.get(PROPERTY_PRODUCER_GROUP))
             return
-        renewed = decode_record(self.store.look_message_by_offset(result.wrote_offset))
+        raw = self.store.look_message_by_offset(result.wrote_offset)
+        assert raw is not None  # the record was put just now
+        renewed = decode_record(raw)
         uniq = props.get(PROPERTY_UNIQ_KEY)
         header = CheckTransactionStateRequestHeader(
             tranStateTableOffset=renewed.queue_offset,

@@ -7,11 +7,12 @@ from typing import Any
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError
 from rmqtx.client.message import MessageExt, decode_messages
-from rmqtx.client.mq_client import DEFAULT_TOPIC, MQClientInstance
+from rmqtx.client.mq_client import MQClientInstance
 from rmqtx.client.msgid import nearly_time_from_id
 from rmqtx.client.route import MASTER_ID, TopicRoute
 from rmqtx.client.util import deferred
 from rmqtx.common import fastjson
+from rmqtx.common.topics import DEFAULT_TOPIC
 from rmqtx.remoting import RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import atexit
 import threading
-from typing import Any, Callable, Sequence, cast
+from typing import Any, Callable, Sequence, Self, cast
 
 from twisted.internet import reactor, threads
 from twisted.internet.interfaces import IReactorFromThreads
@@ -69,7 +69,7 @@ class _Blocking:
 
     _inner: Any  # the Deferred-based client each subclass wraps
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         self.start()
         return self
 

@@ -6,8 +6,14 @@ import os
 import socket
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rmqtx.client.errors import NO_CODE, MQClientError
+
+if TYPE_CHECKING:
+    from twisted.internet.interfaces import IOpenSSLClientConnectionCreator
+
+    from rmqtx.acl.signing import RequestSigner
 
 
 def local_ip() -> str:
@@ -69,7 +75,7 @@ class ClientConfig:
             config.access_key, config.secret_key = access_key, secret_key
         return config
 
-    def tls_options(self):  # -> twisted TLS options | None
+    def tls_options(self) -> IOpenSSLClientConnectionCreator | None:
         """Client TLS options for these settings, or None for plain TCP."""
         if not self.tls:
             return None
@@ -78,7 +84,7 @@ class ClientConfig:
         return TlsClientSettings(True, self.tls_cert_path, self.tls_key_path, None, bool(self.tls_trust_cert_path),
                                  self.tls_trust_cert_path).options()
 
-    def signer(self):  # -> rmqtx.acl.signing.RequestSigner | None
+    def signer(self) -> RequestSigner | None:
         """The request signer for these credentials, or None without keys."""
         if not (self.access_key and self.secret_key):
             return None

@@ -14,7 +14,7 @@ from twisted.logger import Logger
 from rmqtx.client.config import ClientConfig
 from rmqtx.client.errors import NO_CODE, MQBrokerError, MQClientError, MQError
 from rmqtx.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus, TransactionState
-from rmqtx.client.mq_client import DEFAULT_TOPIC, MQClientInstance, get_client_instance
+from rmqtx.client.mq_client import MQClientInstance, get_client_instance
 from rmqtx.client.msgid import create_uniq_id
 from rmqtx.client.request_reply import is_reply, mark_request, timeout_error
 from rmqtx.client.route import QueueSelector
@@ -28,6 +28,7 @@ from rmqtx.common.message import (
     properties_to_string,
 )
 from rmqtx.common.sysflag import SYSFLAG_COMPRESSED, SYSFLAG_ZLIB, TRANSACTION_PREPARED
+from rmqtx.common.topics import DEFAULT_TOPIC
 from rmqtx.remoting import RemotingCommand, RemotingProtocol
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.headers import (

@@ -5,9 +5,11 @@ from __future__ import annotations
 import struct
 from functools import lru_cache
 from operator import mul
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 from rmqtx.accel import accel
+
+_T = TypeVar("_T")
 
 _MASK32 = 0xFFFFFFFF
 
@@ -62,13 +64,13 @@ def hashmap_order(keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(key for _, key in sorted(enumerate(keys), key=bucket))
 
 
-def hashset_order(items: list, hash_of) -> list:
+def hashset_order(items: list[_T], hash_of: Callable[[_T], int]) -> list[_T]:
     """``items`` (insertion order) as a Java ``new HashSet<>()`` holding them iterates."""
     capacity = 16
     while len(items) > capacity * 3 // 4:
         capacity <<= 1
 
-    def bucket(pair: tuple[int, object]) -> tuple[int, int]:
+    def bucket(pair: tuple[int, _T]) -> tuple[int, int]:
         h = hash_of(pair[1]) & _MASK32
         return ((h ^ (h >> 16)) & (capacity - 1), pair[0])
 

@@ -6,6 +6,8 @@ import random
 import time
 from typing import Any
 
+from twisted.internet import defer
+
 from rmqtx.broker.reput import copy_of
 from rmqtx.client.msgid import create_uniq_id
 from rmqtx.common import fastjson
@@ -64,7 +66,7 @@ class ConsoleActions:
     def ctx(self) -> Any:
         return self.broker.ctx
 
-    def _call(self, code: int, fields: dict | None = None, body: bytes = b""):
+    def _call(self, code: int, fields: dict | None = None, body: bytes = b"") -> defer.Deferred[RemotingCommand]:
         return local_call(self.broker.dispatcher, code, fields, body)
 
     async def update_topic(self, params: dict) -> dict:

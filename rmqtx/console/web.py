@@ -92,7 +92,7 @@ class ApiResource(resource.Resource):
     def _name(self, request: server.Request) -> str:
         return "/".join(p.decode("utf-8", "replace") for p in request.postpath or [] if p)
 
-    def render_GET(self, request: server.Request):
+    def render_GET(self, request: server.Request) -> int:
         handler = self.gets.get(self._name(request))
         if handler is None:
             _json(request, 404, {"error": f"no such endpoint: GET /api/{self._name(request)}"})
@@ -100,7 +100,7 @@ class ApiResource(resource.Resource):
         self._run(request, lambda: handler(request))
         return server.NOT_DONE_YET
 
-    def render_POST(self, request: server.Request):
+    def render_POST(self, request: server.Request) -> int:
         name = self._name(request)
         handler = self.posts.get(name)
         if handler is None:
@@ -206,7 +206,7 @@ class MetricsResource(resource.Resource):
         super().__init__()
         self.metrics = metrics
 
-    def render_GET(self, request: server.Request):
+    def render_GET(self, request: server.Request) -> int:
         def failed(failure: Any) -> None:
             log.failure("/metrics failed", failure)
             _finish(request, 500, b"metrics failed\n", b"text/plain")
@@ -252,7 +252,7 @@ def build_site(broker: Any, config: ConsoleConfig, views: ConsoleViews | None = 
 class ExporterResource(MetricsResource):
     """Apache's exporter port: ``/-/healthy`` answers a probe, every other path the metrics text."""
 
-    def render_GET(self, request: server.Request):
+    def render_GET(self, request: server.Request) -> int:
         if request.path == b"/-/healthy":
             _finish(request, 200, b"Exporter is Healthy.", b"text/plain")
             return server.NOT_DONE_YET

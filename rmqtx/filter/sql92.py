@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import NamedTuple, cast
+from typing import Any, Callable, NamedTuple, cast
 
 from rmqtx.filter import expression as ex
 from rmqtx.filter.javalang import INT_MAX, LONG_MAX, FilterEvalError, JLong
@@ -123,7 +123,7 @@ class _Parser:
             raise self.fail(expected, self.peek())
         return self.take()
 
-    def build(self, start: int, at: Token, factory, *args) -> ex.Expr:
+    def build(self, start: int, at: Token, factory: Callable[..., ex.Expr], *args: Any) -> ex.Expr:
         """Run a node factory, reporting Java's operand-check failures at the operator token."""
         try:
             node = factory(*args)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from twisted.application import service
 from twisted.internet import defer, task
+from twisted.internet.protocol import connectionDone
 from twisted.internet.error import CannotListenError
 from twisted.internet.interfaces import IListeningPort
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rmqtx.remoting.tls import listening_factory
 from rmqtx.namesrv.config import NamesrvConfig
@@ -16,6 +18,7 @@ from rmqtx.namesrv.kv_config import KVConfigManager
 from rmqtx.namesrv.processor import NamesrvProcessor
 from rmqtx.namesrv.route_info import RouteInfoManager
 from rmqtx.remoting import Dispatcher, RemotingServerFactory
+from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.startup import listen_failure, os_failure
 
 log = Logger(namespace="rmqtx.namesrv")
@@ -29,7 +32,7 @@ class NamesrvService(service.MultiService):
     drive expiry with ``clock.advance()``.
     """
 
-    def __init__(self, config: NamesrvConfig, reactor=None, clock: Callable[[], float] | None = None) -> None:
+    def __init__(self, config: NamesrvConfig, reactor: Any = None, clock: Callable[[], float] | None = None) -> None:
         super().__init__()
         if reactor is None:
             from twisted.internet import reactor as default_reactor
@@ -94,19 +97,19 @@ class NamesrvService(service.MultiService):
         return defer.DeferredList(waits, consumeErrors=True).addCallback(lambda _: None)
 
 
-def _closed(conn) -> defer.Deferred:
+def _closed(conn: RemotingProtocol) -> defer.Deferred:
     """A Deferred that fires once ``conn`` has been torn down."""
     if conn.closed:
         return defer.succeed(None)
     done: defer.Deferred = defer.Deferred()
     original = conn.connectionLost
 
-    def lost(reason) -> None:
+    def lost(reason: Failure = connectionDone) -> None:
         try:
             original(reason)
         finally:
             if not done.called:
                 done.callback(None)
 
-    conn.connectionLost = lost
+    conn.connectionLost = lost  # type: ignore[method-assign]  # wrapped on this one connection only
     return done

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
-def register(spark) -> None:
+def register(spark: SparkSession) -> None:
     """Register the `rocketmq`, `rocketmq_consumequeue`, `rocketmq_topics` and `rocketmq_offsets` formats.
 
     Unless PYSPARK_PYTHON or spark.pyspark.python names one, Spark's workers would start whatever
@@ -20,7 +24,7 @@ def register(spark) -> None:
         spark.dataSource.register(source)
 
 
-def use_this_python(spark) -> None:
+def use_this_python(spark: SparkSession) -> None:
     """Point the session's Python workers at sys.executable when nothing chose a worker Python."""
     if os.environ.get("PYSPARK_PYTHON") or not sys.executable:
         return

@@ -77,7 +77,7 @@ def offset_rows(root: str) -> list[tuple]:
 
 
 class _ConfigReader(DataSourceReader):
-    def __init__(self, rows) -> None:
+    def __init__(self, rows: list[tuple]) -> None:
         self.rows = rows
 
     def read(self, partition: InputPartition) -> Iterator[tuple]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +28,9 @@ from rmqtx.store import record as R
 from . import scan as S
 from .options import parse_time, topic_list
 from .wire import Cluster, Queue
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.datasource import ReadLimit
 
 log = logging.getLogger("rmqtx.spark")
 
@@ -76,7 +79,7 @@ class NetOptions:
     options: dict = field(default_factory=dict, compare=False)
 
     @classmethod
-    def parse(cls, o) -> "NetOptions":
+    def parse(cls, o: Mapping[str, str]) -> "NetOptions":
         topics = tuple(topic_list(o.get("topics")))
         if not topics:
             raise ValueError("give the topics to read: option('topics', 'A,B')")
@@ -299,7 +302,7 @@ class NetworkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with self.opts.cluster() as cluster:
             return to_json({q: cluster.max_offset(q) for q in all_queues(cluster, self.opts.topics)})
 
-    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         newest = self.target if self.target is not None else self._newest()
         merged = {t: dict(qs) for t, qs in (start or {}).items()}
         for topic, queues in newest.items():
@@ -313,7 +316,7 @@ class NetworkStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             cap = None
         return merged if cap is None or start is None else _capped(start, merged, cap)
 
-    def getDefaultReadLimit(self):
+    def getDefaultReadLimit(self) -> ReadLimit:
         from pyspark.sql.streaming.datasource import ReadAllAvailable
 
         return ReadMaxRows(self.opts.max_per_trigger) if self.opts.max_per_trigger else ReadAllAvailable()

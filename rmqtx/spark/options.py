@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timezone
+from typing import Mapping
 
 
-def store_root(options) -> str:
+def store_root(options: Mapping[str, str]) -> str:
     """The store directory given to load(), checked early so a typo fails at planning."""
     path = options.get("path")
     if not path:

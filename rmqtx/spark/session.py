@@ -5,6 +5,10 @@ import os
 import shutil
 import sys
 import tempfile
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 _LOG4J = """\
 rootLogger.level = error
@@ -44,7 +48,7 @@ def _log_config() -> str:
 
 
 def build_session(master: str = "local[*]", app_name: str = "rmqtx", progress: bool = False,
-                  conf: dict[str, str] | None = None):
+                  conf: dict[str, str] | None = None) -> SparkSession:
     """Start (or reuse) a session; local masters bind the driver to 127.0.0.1 only."""
     find_java()
     from pyspark.sql import SparkSession

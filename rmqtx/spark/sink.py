@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, Mapping
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
-from pyspark.sql.types import StructType
+from pyspark.sql.types import Row, StructType
+
+if TYPE_CHECKING:
+    from rmqtx.client.message import Message
 
 log = logging.getLogger("rmqtx.spark")
 
@@ -35,11 +38,12 @@ class SinkOptions:
     batch_size: int
 
     @classmethod
-    def parse(cls, o, schema: StructType) -> "SinkOptions":
+    def parse(cls, o: Mapping[str, str], schema: StructType) -> "SinkOptions":
         names = set(schema.names)
         if "body" not in names:
             raise ValueError("the DataFrame to write needs a body column (binary or string)")
-        if not o.get("namesrv"):
+        namesrv = o.get("namesrv")
+        if not namesrv:
             raise ValueError("give the NameServer address: option('namesrv', 'host:port')")
         topic = o.get("topic")
         if not topic and "topic" not in names:
@@ -47,10 +51,10 @@ class SinkOptions:
         size = int(o.get("batchSize") or 32)
         if size <= 0:
             raise ValueError("batchSize must be positive")
-        return cls(o.get("namesrv"), topic, o.get("producerGroup") or DEFAULT_PRODUCER_GROUP, size)
+        return cls(namesrv, topic, o.get("producerGroup") or DEFAULT_PRODUCER_GROUP, size)
 
 
-def _message(row, default_topic: str | None):
+def _message(row: Row, default_topic: str | None) -> Message:
     from rmqtx.client.message import Message
 
     d = row.asDict()

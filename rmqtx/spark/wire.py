@@ -17,6 +17,7 @@ from rmqtx.common.subscription import SubscriptionData
 from rmqtx.client.util import java_fields
 from rmqtx.common.sysflag import FLAG_SUBSCRIPTION
 from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.remoting.header import CommandHeader
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import (
     PullMessageRequestHeader,
@@ -178,7 +179,7 @@ class Cluster:
         return sorted(out)
 
     # -- broker -------------------------------------------------------------------------------
-    def _offset(self, q: Queue, code: int, header, what: str, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> int | None:
+    def _offset(self, q: Queue, code: int, header: CommandHeader, what: str, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> int | None:
         answer = self.call(q.addr, RemotingCommand.request(code, java_fields(header)), f"{what} of {q.topic}/{q.key}", ok)
         return int(answer.field("offset") or 0) if answer.code == ResponseCode.SUCCESS else None
 

@@ -270,7 +270,7 @@ class CommitLog:
             pos = 0
 
 
-def check_at(buf, pos: int, limit: int, check_crc: bool) -> tuple[str, int, R.Record | None]:
+def check_at(buf: R.ReadBuffer, pos: int, limit: int, check_crc: bool) -> tuple[str, int, R.Record | None]:
     """Classify the bytes at pos: ("msg", size, record), ("blank", size, None) or an error kind."""
     if pos + 8 > limit:
         return "end", 0, None

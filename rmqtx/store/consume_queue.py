@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 import struct
 from concurrent.futures import Executor, Future
@@ -29,7 +30,7 @@ def batch_limits(max_count: int, max_bytes: int, memory_count: int, disk_bytes: 
     return ((min(max_count, memory_count + 1), max_bytes), (min(max_count, disk_count + 1), disk_bytes))
 
 
-def scan_units_py(units: bytes, i: int, n: int, mm, mm_from: int, mm_wrote: int, max_phy: int, memory: int,
+def scan_units_py(units: bytes, i: int, n: int, mm: mmap.mmap, mm_from: int, mm_wrote: int, max_phy: int, memory: int,
                   count: int, total: int, mem_n: int, mem_b: int, disk_n: int, disk_b: int,
                   tags: frozenset | None, ext_max: int, messages: list, qofs: list,
                   base: int) -> tuple[int, int, int, int]:

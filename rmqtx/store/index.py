@@ -27,7 +27,7 @@ _NAME = re.compile(r"^\d{17}$")
 _INT_MAX = 0x7FFFFFFF
 
 
-def index_put_py(buf, slot_num: int, index_num: int, count: int, begin_ts: int, key_hash: int, phy: int,
+def index_put_py(buf: R.WriteBuffer, slot_num: int, index_num: int, count: int, begin_ts: int, key_hash: int, phy: int,
               store_ts: int) -> int:
     """Write entry ``count`` and point its hash slot at it: the slot's previous entry (0: none), -1 if full."""
     if count >= index_num:

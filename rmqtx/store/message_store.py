@@ -147,7 +147,7 @@ class MessageStore:
             os.close(self._lock_fd)
             self._lock_fd = None
 
-    def start(self, reactor=None) -> None:
+    def start(self, reactor: Any = None) -> None:
         """Start periodic flush and retention on the reactor."""
         if reactor is None:
             from twisted.internet import reactor

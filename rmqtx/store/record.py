@@ -5,17 +5,22 @@ All integers are big-endian; layouts follow REFERENCE.md ("Store layout").
 """
 from __future__ import annotations
 
+import mmap
 import socket
 import struct
 import zlib
 from functools import lru_cache
 from operator import mul
-from typing import Iterator, NamedTuple
+from typing import Iterator, NamedTuple, TypeAlias
 
 from rmqtx.accel import accel
 from rmqtx.common.javacompat import _POW31  # index_key_hash2 reuses the table
 from rmqtx.common.javacompat import java_string_hash as java_hash
 from rmqtx.common.sysflag import SYSFLAG_BORN_HOST_V6, SYSFLAG_STORE_HOST_V6
+
+# What records are read from (a mapped file, a copied-out slice) and written into.
+ReadBuffer: TypeAlias = "bytes | bytearray | memoryview | mmap.mmap"
+WriteBuffer: TypeAlias = "bytearray | mmap.mmap"
 
 MESSAGE_MAGIC = -626843481  # 0xDAA320A7
 BLANK_MAGIC = -875286124  # 0xCBD43194
@@ -109,7 +114,7 @@ def decode_host(raw: bytes) -> str:
 
 
 def write_record(
-    buf,
+    buf: WriteBuffer,
     pos: int,
     total: int,
     sys_flag: int,
@@ -173,7 +178,7 @@ def encode_record(
     return bytes(buf)
 
 
-def decode_record(buf, pos: int = 0, limit: int | None = None) -> Record:
+def decode_record(buf: ReadBuffer, pos: int = 0, limit: int | None = None) -> Record:
     """Decode the record at pos; raises RecordError when the bytes do not form one."""
     end = len(buf) if limit is None else limit
     if pos + 8 > end:

@@ -24,6 +24,7 @@ import mmap
 import os
 import struct
 import time
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -180,7 +181,7 @@ class TimerWheel:
 class TimerLog:
     """Append-only 52-byte units in mapped files; a unit that would not fit is preceded by a blank."""
 
-    def __init__(self, directory: str, file_size: int, allocator) -> None:
+    def __init__(self, directory: str, file_size: int, allocator: Executor | None) -> None:
         self.queue = MappedFileQueue(directory, file_size, allocator)
         self.file_size = file_size
 
@@ -351,7 +352,7 @@ class TimerMetrics:
 class TimerFiles:
     """The four timer files of one store root."""
 
-    def __init__(self, root: str, cfg: TimerConfig, allocator) -> None:
+    def __init__(self, root: str, cfg: TimerConfig, allocator: Executor | None) -> None:
         self.wheel = TimerWheel(os.path.join(root, "timerwheel"), cfg.timerPrecisionMs)
         self.log = TimerLog(os.path.join(root, "timerlog"), cfg.mappedFileSizeTimerLog, allocator)
         self.check = TimerCheckpoint(os.path.join(root, "timercheck"))

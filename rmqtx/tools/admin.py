@@ -13,7 +13,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry: run one subcommand on a fresh reactor and exit with its code."""
     args = list(sys.argv[1:] if argv is None else argv)
 
-    def go(reactor) -> defer.Deferred:
+    def go(reactor: object) -> defer.Deferred:
         return defer.ensureDeferred(_run_and_exit(args))
 
     task.react(go)

@@ -25,7 +25,7 @@ LONG_MAX = 2**63 - 1
 BODY_DIR = "/tmp/rocketmq/msgbodys"
 
 
-def command(name: str, desc: str, options: Callable[[argparse.ArgumentParser], None]):
+def command(name: str, desc: str, options: Callable[[argparse.ArgumentParser], None]) -> Callable[[Runner], Runner]:
     def register(fn: Runner) -> Runner:
         COMMANDS[name] = (desc, options, fn)
         return fn

@@ -9,10 +9,11 @@ next one in turn, so what it left behind is not left waiting for the next arriva
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from twisted.internet import defer
 from twisted.internet.interfaces import IDelayedCall
+from twisted.python.failure import Failure
 
 from rmqtx.remoting.command import RemotingCommand
 
@@ -33,7 +34,7 @@ class _HeldPop:
 
 
 class PopHoldService:
-    def __init__(self, reactor, max_held: int = 100000) -> None:
+    def __init__(self, reactor: Any, max_held: int = 100000) -> None:
         self.reactor = reactor
         self.max_held = max_held
         self.by_topic: dict[str, list[_HeldPop]] = {}
@@ -80,7 +81,7 @@ class PopHoldService:
                 if answer is not None and not final and held.woken_by is not None:
                     self.notify(*held.woken_by)  # more may be left: the group's next pop looks
 
-        def failed(failure) -> None:
+        def failed(failure: Failure) -> None:
             held.busy = False
             if not held.done:
                 self._remove(held)

@@ -14,7 +14,7 @@ import heapq
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import orjson
 from twisted.internet import defer, task
@@ -96,7 +96,7 @@ class CheckPoint:
 
 
 class ReviveService:
-    def __init__(self, ctx: "BrokerCore", settings: "PopSettings", reactor=None,
+    def __init__(self, ctx: "BrokerCore", settings: "PopSettings", reactor: Any = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.ctx = ctx
         self.settings = settings

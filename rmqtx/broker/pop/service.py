@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rmqtx.broker.pop.order import OrderInfoManager
 from rmqtx.broker.pop.polling import PopHoldService
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class PopService:
-    def __init__(self, ctx: "BrokerCore", reactor) -> None:
+    def __init__(self, ctx: "BrokerCore", reactor: Any) -> None:
         self.settings: PopSettings = ctx.config.pop
         self.revive = ReviveService(ctx, self.settings, reactor)
         self.order = OrderInfoManager()

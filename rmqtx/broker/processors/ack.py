@@ -9,6 +9,7 @@ and acks it out of the old one, as Apache 5.x does.
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 from twisted.internet import defer
 
@@ -22,12 +23,15 @@ from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ChangeInvisibleTimeResponseHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 
+#: An ack's answer: at once, or once the revive topic has the ack (or checkpoint) written.
+AckAnswer = RemotingCommand | defer.Deferred[RemotingCommand]
+
 
 #: A checkpoint covers at most a pop's 32 messages (fewer bits ever matter); a longer bit set is cut.
 MAX_BITSET_BYTES = 1024
 
 
-def bitset_offsets(value, start: int) -> list[int]:
+def bitset_offsets(value: Any, start: int) -> list[int]:  # value: a JSON body's field
     """The offsets a BatchAck's bit set marks: Java's BitSet.toByteArray, base64 in the JSON body."""
     if isinstance(value, str):
         raw = base64.b64decode(value[: MAX_BITSET_BYTES * 2], validate=False)[:MAX_BITSET_BYTES]
@@ -49,7 +53,8 @@ class AckProcessor:
             RequestCode.CHANGE_MESSAGE_INVISIBLETIME: self.change_invisible,
         }
 
-    def _queue_error(self, request: RemotingCommand, topic: str, queue_id: int, offset: int, conn: RemotingProtocol):
+    def _queue_error(self, request: RemotingCommand, topic: str, queue_id: int, offset: int,
+                     conn: RemotingProtocol) -> RemotingCommand | None:
         ctx = self.ctx
         tc = ctx.topics.get(topic)
         if tc is None:
@@ -66,7 +71,7 @@ class AckProcessor:
         return None
 
     # -- ack ------------------------------------------------------------------------------------
-    def ack(self, request: RemotingCommand, conn: RemotingProtocol):
+    def ack(self, request: RemotingCommand, conn: RemotingProtocol) -> AckAnswer:
         header = AckMessageRequestHeader.from_command(request)
         error = self._queue_error(request, header.topic, header.queueId, header.offset, conn)
         if error is not None:
@@ -82,7 +87,8 @@ class AckProcessor:
                                     [header.offset], info.revive_qid, info.broker_name)
         return d.addCallback(lambda _: response)
 
-    def _ack_orderly(self, response: RemotingCommand, group: str, topic: str, queue_id: int, offset: int, pop_time: int):
+    def _ack_orderly(self, response: RemotingCommand, group: str, topic: str, queue_id: int, offset: int,
+                     pop_time: int) -> RemotingCommand:
         ctx = self.ctx
         if offset < ctx.offsets.query(group, topic, queue_id):
             return response
@@ -95,7 +101,7 @@ class AckProcessor:
             response.remark = f"offset is illegal, key:{topic}@{group}@{queue_id}, commit:{offset}, next:{nxt}"
         return response
 
-    def batch_ack(self, request: RemotingCommand, conn: RemotingProtocol):
+    def batch_ack(self, request: RemotingCommand, conn: RemotingProtocol) -> AckAnswer:
         data = json_object(request.body, "BatchAckMessageRequestBody")
         acks = object_list(data.get("acks"), "acks")
         response = request.make_response(ResponseCode.SUCCESS)
@@ -129,7 +135,7 @@ class AckProcessor:
         return defer.DeferredList(writes, consumeErrors=True).addCallback(lambda _: response)
 
     # -- change invisible time -------------------------------------------------------------------
-    def change_invisible(self, request: RemotingCommand, conn: RemotingProtocol):
+    def change_invisible(self, request: RemotingCommand, conn: RemotingProtocol) -> AckAnswer:
         ctx = self.ctx
         header = ChangeInvisibleTimeRequestHeader.from_command(request)
         error = self._queue_error(request, header.topic, header.queueId, header.offset, conn)
@@ -157,7 +163,7 @@ class AckProcessor:
         d_ack = revive.ack(header.consumerGroup, header.topic, header.queueId, info.ck_offset, info.pop_time,
                            [header.offset], info.revive_qid, info.broker_name)
 
-        def answered(results):
+        def answered(results: list[tuple[bool, Any]]) -> RemotingCommand:
             put = results[0][1] if results[0][0] else None
             if put is None or not put.ok:
                 response.code = ResponseCode.SYSTEM_ERROR

@@ -16,6 +16,7 @@ from rmqtx.common import fastjson
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol
+from rmqtx.store.timer import TimerFiles
 
 #: Java's TimerCheckpoint.encode: seven longs (no rmqtx slot progress).
 CHECKPOINT_WIRE = struct.Struct(">7q")
@@ -41,7 +42,7 @@ class Admin5xProcessor:
         body = {"messageRequestModeMap": fastjson.JavaMap({t: fastjson.JavaMap(g) for t, g in modes.items()})}
         return ok(request, fastjson.dumps(body))
 
-    def _wheel(self):
+    def _wheel(self) -> TimerFiles | None:
         timer = self.ctx.timer
         if timer is None or not timer.cfg.timerWheelEnable or timer.files is None:
             return None

@@ -6,7 +6,7 @@ fastjson writes each key as an object, in the map's bucket order.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from rmqtx.broker.clients import ClientChannel
 from rmqtx.common.fastjson import OrderedMap, table_capacity
@@ -23,6 +23,9 @@ from rmqtx.common.topics import (
     validate_name,
 )
 from rmqtx.remoting.command import RemotingCommand
+
+if TYPE_CHECKING:
+    from rmqtx.broker.config import BrokerConfig
 
 _MASK32 = 0xFFFFFFFF
 #: TopicValidator's fixed system topics; the broker adds its cluster, name and trace topic.
@@ -97,13 +100,13 @@ def topic_remark(topic: str | None) -> str | None:
     return "The specified topic is longer than topic max length."
 
 
-def system_topics(config) -> set[str]:
+def system_topics(config: BrokerConfig) -> set[str]:
     """The broker's system topic set (GET_SYSTEM_TOPIC_LIST_FROM_BROKER, the create/delete guard)."""
     cluster = config.brokerClusterName
     return set(SYSTEM_TOPICS) | {cluster, config.brokerName, config.msgTraceTopicName, f"{cluster}_REPLY_TOPIC"}
 
 
-def is_system_topic(topic: str, config) -> bool:
+def is_system_topic(topic: str, config: BrokerConfig) -> bool:
     return topic in system_topics(config) or topic.startswith(SYSTEM_TOPIC_PREFIX)
 
 

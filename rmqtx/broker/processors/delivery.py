@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -18,6 +19,9 @@ from rmqtx.remoting.headers import ConsumerSendMsgBackRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.record import RecordError, decode_record, record_msg_id
 from rmqtx.store.results import PutResult
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
 
 #: TopicSysFlag.buildSysFlag(false, true): the unit-sub bit Java sets on a retry topic made for a unit-mode consumer.
 #: Java 3.4.9: from this client version on, the request's maxReconsumeTimes wins over the group's.
@@ -38,7 +42,7 @@ class DeliveryProcessor:
         }
 
     # -- retry and DLQ ----------------------------------------------------------------------
-    def send_back(self, request: RemotingCommand, conn: RemotingProtocol):
+    def send_back(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand | defer.Deferred[RemotingCommand]:
         ctx = self.ctx
         header = ConsumerSendMsgBackRequestHeader.from_command(request)
         group_cfg = ctx.groups.find(header.group)

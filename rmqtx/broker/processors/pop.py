@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
 
 from twisted.internet import defer
 
@@ -23,13 +24,19 @@ from rmqtx.broker.processors.pull import _keep_matching
 from rmqtx.common import pop_keys as keys
 from rmqtx.common.message import PROPERTY_POP_CK, parse_properties, properties_to_string
 from rmqtx.common.topics import RETRY_PREFIX, is_readable
-from rmqtx.filter import FilterSyntaxError, compile_cached
+from rmqtx.filter import CompiledExpression, FilterSyntaxError, compile_cached
 from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import PopMessageRequestHeader, PopMessageResponseHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.record import decode_record, encode_record
 from rmqtx.store.results import GetStatus
+
+if TYPE_CHECKING:
+    from rmqtx.broker.pop.service import PopService
+
+#: A pop's answer: at once, or once its checkpoints are written or a held pop is woken.
+PopAnswer = Union[RemotingCommand, "defer.Deferred[RemotingCommand | None]"]
 
 MAX_POP_NUMS = 32
 _RESET = (GetStatus.OFFSET_TOO_SMALL, GetStatus.OFFSET_OVERFLOW_BADLY, GetStatus.OFFSET_FOUND_NULL)
@@ -63,13 +70,13 @@ class PopProcessor:
         return {RequestCode.POP_MESSAGE: self.process}
 
     @property
-    def pop(self):
+    def pop(self) -> PopService:
         return self.ctx.pop
 
-    def process(self, request: RemotingCommand, conn: RemotingProtocol):
+    def process(self, request: RemotingCommand, conn: RemotingProtocol) -> PopAnswer:
         return self._pop(request, conn, allow_suspend=True)
 
-    def _check(self, request: RemotingCommand, header: PopMessageRequestHeader, conn: RemotingProtocol):
+    def _check(self, request: RemotingCommand, header: PopMessageRequestHeader, conn: RemotingProtocol) -> RemotingCommand | None:
         """The error answer Java gives a pop it refuses, or None."""
         ctx = self.ctx
         ip = ctx.config.brokerIP1
@@ -95,7 +102,7 @@ class PopProcessor:
             return request.make_response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {header.consumerGroup}")
         return None
 
-    def _pop(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: bool):
+    def _pop(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: bool) -> PopAnswer:
         ctx = self.ctx
         if request.ext_fields is not None and request.ext_fields.get("bornTime") in (None, "0"):
             request.ext_fields["bornTime"] = str(now_ms())
@@ -106,7 +113,7 @@ class PopProcessor:
         if refusal is not None:
             return refusal
         sub = SubscriptionData.from_expression(header.topic, header.exp or "*", header.expType)
-        expression = None
+        expression: CompiledExpression | None = None
         if not sub.is_tag:
             try:
                 expression = compile_cached(sub.sub_string)
@@ -118,7 +125,8 @@ class PopProcessor:
         d = defer.DeferredList(popped.writes, consumeErrors=True) if popped.writes else defer.succeed(None)
         return d.addCallback(lambda _: self._answer(request, conn, header, popped, allow_suspend))
 
-    def _collect(self, header: PopMessageRequestHeader, sub: SubscriptionData, expression, popped: _Popped) -> None:
+    def _collect(self, header: PopMessageRequestHeader, sub: SubscriptionData, expression: CompiledExpression | None,
+                 popped: _Popped) -> None:
         """Read the retry topic (sometimes first, else to fill up) and the queue(s) asked for."""
         settings = self.pop.settings
         order = bool(header.order)
@@ -134,7 +142,8 @@ class PopProcessor:
         if not retry_first and not order and len(popped.messages) < header.maxMsgNums:
             self._from_topic(retry_topic, True, header, None, None, popped, dice)
 
-    def _from_topic(self, topic: str, is_retry: bool, header, sub, expression, popped: _Popped, start: int) -> None:
+    def _from_topic(self, topic: str, is_retry: bool, header: PopMessageRequestHeader, sub: SubscriptionData | None,
+                    expression: CompiledExpression | None, popped: _Popped, start: int) -> None:
         tc = self.ctx.topics.get(topic)
         if tc is None:
             return
@@ -158,7 +167,7 @@ class PopProcessor:
         return offset
 
     def _from_queue(self, topic: str, queue_id: int, is_retry: bool, header: PopMessageRequestHeader,
-                    sub: SubscriptionData | None, expression, popped: _Popped) -> None:
+                    sub: SubscriptionData | None, expression: CompiledExpression | None, popped: _Popped) -> None:
         ctx = self.ctx
         group = header.consumerGroup
         order = bool(header.order)
@@ -217,7 +226,7 @@ class PopProcessor:
         )
 
     def _answer(self, request: RemotingCommand, conn: RemotingProtocol, header: PopMessageRequestHeader,
-                popped: _Popped, allow_suspend: bool):
+                popped: _Popped, allow_suspend: bool) -> PopAnswer:
         if popped.messages:
             code, remark = ResponseCode.SUCCESS, GetStatus.FOUND.name
         else:
@@ -238,19 +247,21 @@ class PopProcessor:
             response.body = b"".join(popped.messages)
         return response
 
-    def _suspend(self, request: RemotingCommand, conn: RemotingProtocol, header: PopMessageRequestHeader):
+    def _suspend(self, request: RemotingCommand, conn: RemotingProtocol,
+                 header: PopMessageRequestHeader) -> defer.Deferred[RemotingCommand | None]:
         settings = self.pop.settings
         watches = {header.topic: header.queueId}
         if not header.order:
             watches[keys.pop_retry_topic(header.topic, header.consumerGroup, settings.enableRetryTopicV2)] = -1
         left_ms = header.bornTime + header.pollTime - now_ms()
 
-        def retry(final: bool):
+        def retry(final: bool) -> defer.Deferred[RemotingCommand | None]:
             if conn.closed:
                 return defer.succeed(None)
-            d = defer.maybeDeferred(self._pop, request, conn, False)
+            # Not parked again (allow_suspend False), so what comes is a command, never None:
+            d: defer.Deferred[RemotingCommand] = defer.maybeDeferred(self._pop, request, conn, False)  # type: ignore[call-overload]
 
-            def shaped(response: RemotingCommand):
+            def shaped(response: RemotingCommand) -> RemotingCommand | None:
                 if not final and response.code != ResponseCode.SUCCESS:
                     return None
                 response.serialize_type = SerializeType.JSON

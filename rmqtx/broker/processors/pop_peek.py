@@ -40,7 +40,8 @@ class PeekProcessor:
             RequestCode.POLLING_INFO: self.polling_info,
         }
 
-    def _refusal(self, request: RemotingCommand, topic: str, queue_id: int, group: str, conn: RemotingProtocol):
+    def _refusal(self, request: RemotingCommand, topic: str, queue_id: int, group: str,
+                 conn: RemotingProtocol) -> RemotingCommand | None:
         ctx = self.ctx
         ip = ctx.config.brokerIP1
         if not is_readable(ctx.config.brokerPermission):
@@ -114,7 +115,8 @@ class PeekProcessor:
                 return True
         return False
 
-    def notification(self, request: RemotingCommand, conn: RemotingProtocol):
+    def notification(self, request: RemotingCommand,
+                     conn: RemotingProtocol) -> RemotingCommand | defer.Deferred[RemotingCommand | None]:
         ctx = self.ctx
         h = NotificationRequestHeader.from_command(request)
         refusal = self._refusal(request, h.topic, h.queueId, h.consumerGroup, conn)
@@ -136,7 +138,7 @@ class PeekProcessor:
         if not h.order:
             watches[keys.pop_retry_topic(h.topic, h.consumerGroup, ctx.pop.settings.enableRetryTopicV2)] = -1
 
-        def retry(final: bool):
+        def retry(final: bool) -> defer.Deferred[RemotingCommand | None]:
             if conn.closed:
                 return defer.succeed(None)
             has = self._has_message(h)

@@ -6,19 +6,29 @@ to 11, so it is answered here too, as Apache 5.x does (refused when ``litePullMe
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Literal, Union, overload
+
 from rmqtx.broker.clients import tags_filter
 from rmqtx.common.subscription import SubscriptionData
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.common.message import parse_properties
 from rmqtx.common.sysflag import FLAG_COMMIT_OFFSET, FLAG_SUBSCRIPTION, FLAG_SUSPEND
 from rmqtx.common.topics import is_readable
-from rmqtx.filter import FilterSyntaxError, compile_cached
+from rmqtx.filter import CompiledExpression, FilterSyntaxError, compile_cached
 from rmqtx.remoting.codes import RequestCode, ResponseCode, SerializeType
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.record import RecordError, decode_record
 from rmqtx.store.results import GetResult, GetStatus
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
+
+    from rmqtx.broker.groups import SubscriptionGroupConfig
+
+#: A pull's answer: at once, or once a held pull finds messages or times out.
+PullAnswer = Union[RemotingCommand, "defer.Deferred[RemotingCommand | None]"]
 
 MASTER_ID = 0
 
@@ -36,7 +46,7 @@ def _pull_code(status: GetStatus, requested_offset: int) -> int:
     return ResponseCode.PULL_OFFSET_MOVED  # OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL
 
 
-def _keep_matching(result: GetResult, expression) -> None:
+def _keep_matching(result: GetResult, expression: CompiledExpression) -> None:
     """SQL92: drop the records whose properties (TAGS included) do not match; none left = no match."""
     kept = []
     for raw in result.messages:
@@ -51,7 +61,7 @@ def _keep_matching(result: GetResult, expression) -> None:
         result.status = GetStatus.NO_MATCHED_MESSAGE
 
 
-def suggest_broker_id(ctx: BrokerContext, group, result: GetResult) -> int:
+def suggest_broker_id(ctx: BrokerContext, group: SubscriptionGroupConfig, result: GetResult) -> int:
     """Java's suggestWhichBrokerId: with slaveReadEnable, the group's slow-consumer broker when the
     data read is no longer in memory, else the group's brokerId; without it, always the master."""
     if not ctx.config.slaveReadEnable:
@@ -71,10 +81,11 @@ class PullProcessor:
     def table(self) -> dict:
         return {RequestCode.PULL_MESSAGE: self.process, RequestCode.LITE_PULL_MESSAGE: self.process}
 
-    def process(self, request: RemotingCommand, conn: RemotingProtocol):
+    def process(self, request: RemotingCommand, conn: RemotingProtocol) -> PullAnswer:
         return self._pull(request, conn, allow_suspend=True)
 
-    def _subscription(self, request: RemotingCommand, header: PullMessageRequestHeader):
+    def _subscription(self, request: RemotingCommand, header: PullMessageRequestHeader
+                      ) -> tuple[SubscriptionData, None] | tuple[None, RemotingCommand]:
         """The subscription the pull filters by, or the error answer Java gives."""
         if header.sysFlag & FLAG_SUBSCRIPTION:
             return SubscriptionData.from_expression(header.topic, header.subscription, header.expressionType, header.subVersion), None
@@ -88,7 +99,12 @@ class PullProcessor:
             return None, request.make_response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         return sub, None
 
-    def _pull(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: bool):
+    @overload
+    def _pull(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: Literal[False]) -> RemotingCommand: ...
+    @overload
+    def _pull(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: bool) -> PullAnswer: ...
+
+    def _pull(self, request: RemotingCommand, conn: RemotingProtocol, allow_suspend: bool) -> PullAnswer:
         ctx = self.ctx
         header = PullMessageRequestHeader.from_command(request)
         if not is_readable(ctx.config.brokerPermission):
@@ -115,6 +131,7 @@ class PullProcessor:
         sub, error = self._subscription(request, header)
         if error is not None:
             return error
+        assert sub is not None  # _subscription gives one or the other
         expression = None
         message_filter = tags_filter(sub)
         if not sub.is_tag:

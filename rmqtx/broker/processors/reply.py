@@ -65,6 +65,7 @@ class ReplyProcessor:
         if error is not None:
             error.ext_fields = dict(extra)  # Java adds these two before it checks anything
             return error
+        assert tc is not None  # _check gives a config or an error
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
         peer = conn.transport.getPeer()
         born_host = (getattr(peer, "host", "127.0.0.1"), getattr(peer, "port", 0))

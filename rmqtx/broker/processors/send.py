@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.ha.role import disk_util, wait_for_replica
@@ -38,6 +38,9 @@ from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponse
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.remoting.serializer import send_answer_frame
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
+
+if TYPE_CHECKING:
+    from twisted.internet import defer
 
 #: Topics clients may not send to directly.
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, TIMER_TOPIC})
@@ -93,7 +96,8 @@ class SendProcessor:
             return send_header_from_v2(ext)
         return SendMessageRequestHeader.from_fields(ext)
 
-    def _check(self, request: RemotingCommand, header: SendMessageRequestHeader, conn: RemotingProtocol):
+    def _check(self, request: RemotingCommand, header: SendMessageRequestHeader,
+               conn: RemotingProtocol) -> tuple[TopicConfig | None, RemotingCommand | None]:
         """Java's msgCheck: permissions, topic name, topic existence (auto-create), queue id."""
         cfg = self.ctx.config
         if not is_writeable(cfg.brokerPermission):
@@ -130,7 +134,8 @@ class SendProcessor:
         return tc, None
 
     # -- processing -------------------------------------------------------------------------
-    def process(self, request: RemotingCommand, conn: RemotingProtocol):
+    def process(self, request: RemotingCommand,
+                conn: RemotingProtocol) -> RemotingCommand | defer.Deferred[RemotingCommand] | None:
         header = send_header_from_v2(request.ext_fields) if request.code == _SEND_V2 else self._header(request)
         topic = header.topic
         tc = self._checked.get(topic)
@@ -141,9 +146,9 @@ class SendProcessor:
             tc, error = self._check(request, header, conn)
             if error is not None:
                 return error
+            assert tc is not None  # _check gives a config or an error
             if len(self._checked) < 10000:
                 self._checked[topic] = tc
-        assert tc is not None  # _check gives a config or an error
         queue_id = header.queueId if header.queueId >= 0 else random.randrange(tc.writeQueueNums)
         if topic.startswith(RETRY_PREFIX):
             topic, queue_id = self._retry_or_dlq(header, topic, queue_id)

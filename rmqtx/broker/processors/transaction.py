@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.transactions import TransactionError
@@ -13,6 +13,9 @@ from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import EndTransactionRequestHeader
 from rmqtx.remoting.protocol import RemotingProtocol
 
+if TYPE_CHECKING:
+    from twisted.internet import defer
+
 
 class EndTransactionProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
@@ -21,7 +24,7 @@ class EndTransactionProcessor:
     def table(self) -> dict:
         return {RequestCode.END_TRANSACTION: self.end_transaction}
 
-    def end_transaction(self, request: RemotingCommand, conn: RemotingProtocol):
+    def end_transaction(self, request: RemotingCommand, conn: RemotingProtocol) -> defer.Deferred[Any] | None:
         header = EndTransactionRequestHeader.from_command(request)
         if header.commitOrRollback not in (TRANSACTION_COMMIT, TRANSACTION_ROLLBACK):
             return None  # UNKNOW (0): nothing to do until the check-back asks again

@@ -5,6 +5,7 @@ Streaming pipelines over live brokers live next to them (tag_minutes: `python -m
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -24,14 +25,14 @@ def messages(spark: SparkSession, store: str, topics: str | None = None, start: 
     return reader.load(store)
 
 
-def export(spark: SparkSession, store: str, out: str, mode: str = "overwrite", **filters) -> int:
+def export(spark: SparkSession, store: str, out: str, mode: str = "overwrite", **filters: Any) -> int:  # filters: messages()' keywords
     """Write messages as Parquet under out/topic=T/date=YYYY-MM-DD (UTC store date); returns the count."""
     df = messages(spark, store, **filters).withColumn("date", F.to_date("storeTimestamp"))
     df.write.mode(mode).partitionBy("topic", "date").parquet(out)
     return spark.read.parquet(out).count()
 
 
-def stats(spark: SparkSession, store: str, **filters) -> DataFrame:
+def stats(spark: SparkSession, store: str, **filters: Any) -> DataFrame:
     """Per topic: messages, stored bytes, first and last store time, the most frequent tags."""
     by_tag = messages(spark, store, include_body=False, **filters).groupBy("topic", "tags").agg(
         F.count("*").alias("n"), F.sum("storeSize").alias("bytes"),
