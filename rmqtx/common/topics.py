@@ -55,3 +55,8 @@ def retry_topic(group: str) -> str:
 def dlq_topic(group: str) -> str:
     """A consumer group's dead-letter topic, ``%DLQ%group``."""
     return DLQ_PREFIX + group
+
+#: Consumer groups of the broker's own (MixAll.CID_RMQ_SYS_PREFIX): a 5.x proxy refuses them to clients.
+SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
+#: The client's Validators: the longest group name.
+GROUP_MAX_LENGTH = 255

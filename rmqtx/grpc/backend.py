@@ -26,6 +26,8 @@ from rmqtx.common.message import properties_to_string
 from rmqtx.common.sysflag import TRANSACTION_PREPARED
 from rmqtx.broker.grpc_settings import ProxyLimits
 from rmqtx.common.topics import (
+    GROUP_MAX_LENGTH,
+    SYSTEM_GROUP_PREFIX,
     DLQ_PREFIX,
     RETRY_PREFIX,
     SYSTEM_TOPIC_PREFIX,
@@ -236,6 +238,23 @@ class GrpcBackend:
                             f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
         if self.is_system_topic(topic):
             raise GrpcError("ILLEGAL_TOPIC", "cannot access system topic")
+
+    def validate_group(self, group: str) -> None:
+        """The proxy's check of a request's consumer group: the client's rules, then no system group."""
+        if not group.strip():
+            raise GrpcError("ILLEGAL_CONSUMER_GROUP", "the specified group is blank")
+        if len(group) > GROUP_MAX_LENGTH:
+            raise GrpcError("ILLEGAL_CONSUMER_GROUP", f"the specified group is longer than group max length {GROUP_MAX_LENGTH}.")
+        if validate_name(group) is not None:
+            raise GrpcError("ILLEGAL_CONSUMER_GROUP",
+                            f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$")
+        if group.startswith(SYSTEM_GROUP_PREFIX):
+            raise GrpcError("ILLEGAL_CONSUMER_GROUP", "cannot use system consumer group")
+
+    def validate_topic_and_group(self, topic: str, group: str) -> None:
+        """What the proxy checks first in a consumer's calls (receive, ack, invisible time, DLQ, assignment)."""
+        self.validate_topic(topic)
+        self.validate_group(group)
 
     def is_system_topic(self, topic: str) -> bool:
         """Apache 5.x's system topic set as its broker fills it (the fixed ones, the cluster, broker, reply

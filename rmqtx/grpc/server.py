@@ -161,6 +161,10 @@ class MessagingServicer:
 
     async def EndTransaction(self, request: Any, context: Any) -> Any:
         d = self.d
+        try:  # as the proxy: the topic first
+            await self._on_reactor(self.backend.validate_topic, request.topic.name)
+        except GrpcError as exc:
+            return self.s.EndTransactionResponse(status=self._status(exc.code, exc.message))
         if request.resolution not in (d.TransactionResolution.COMMIT, d.TransactionResolution.ROLLBACK):
             return self.s.EndTransactionResponse(status=self._status("BAD_REQUEST", "resolution must be COMMIT or ROLLBACK"))
         try:
@@ -184,6 +188,7 @@ class MessagingServicer:
         for an orderly group each readable queue; FORBIDDEN when none is readable."""
         topic = request.topic.name
         try:
+            await self._on_reactor(self.backend.validate_topic_and_group, topic, request.group.name)
             queues = await self._on_reactor(self.backend.route, topic)
             host, port = await self._on_reactor(self.backend.endpoint)
             fifo = await self._on_reactor(self.backend.group_is_fifo, request.group.name)
@@ -206,8 +211,10 @@ class MessagingServicer:
         """POP_MESSAGE, long polling up to long_polling_timeout; then status, messages, delivery timestamp."""
         topic = request.message_queue.topic.name
         group = request.group.name
-        if not group:
-            yield self.s.ReceiveMessageResponse(status=self._status("ILLEGAL_CONSUMER_GROUP", "consumer group is empty"))
+        try:
+            await self._on_reactor(self.backend.validate_topic_and_group, topic, group)
+        except GrpcError as exc:
+            yield self.s.ReceiveMessageResponse(status=self._status(exc.code, exc.message))
             return
         if request.batch_size <= 0:
             yield self.s.ReceiveMessageResponse(status=self._status("BAD_REQUEST", "batch_size must be positive"))
@@ -258,8 +265,8 @@ class MessagingServicer:
 
     async def AckMessage(self, request: Any, context: Any) -> Any:
         group, topic = request.group.name, request.topic.name
-        try:  # the request's topic first, as the proxy: a refusal is the call's answer, with no entries
-            await self._on_reactor(self.backend.validate_topic, topic)
+        try:  # the request's topic and group first, as the proxy: a refusal is the call's answer, with no entries
+            await self._on_reactor(self.backend.validate_topic_and_group, topic, group)
         except GrpcError as exc:
             return self.s.AckMessageResponse(status=self._status(exc.code, exc.message))
         entries = []
@@ -276,6 +283,7 @@ class MessagingServicer:
     async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
         invisible_ms = request.invisible_duration.ToMilliseconds()  # consumer.change_invisible checks its bounds
         try:
+            await self._on_reactor(self.backend.validate_topic_and_group, request.topic.name, request.group.name)
             handle = await self._on_reactor(consumer.change_invisible, self.backend, request.group.name, request.topic.name,
                                       request.receipt_handle, invisible_ms)
         except GrpcError as exc:
@@ -284,6 +292,7 @@ class MessagingServicer:
 
     async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
         try:
+            await self._on_reactor(self.backend.validate_topic_and_group, request.topic.name, request.group.name)
             await self._on_reactor(consumer.to_dead_letter, self.backend, request.group.name, request.topic.name,
                              request.receipt_handle, request.message_id, request.max_delivery_attempts)
         except GrpcError as exc:

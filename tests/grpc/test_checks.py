@@ -361,6 +361,45 @@ class MessageTypeTest(_Endpoint):
                          (self.code("ILLEGAL_TOPIC"), "cannot access system topic", 0))
 
 
+    def test_consumer_calls_check_topic_and_group_first(self) -> None:
+        """As the proxy's validateTopicAndConsumerGroup: a consumer's calls refuse a blank, malformed or system
+        group, and a system topic, before anything else; EndTransaction checks its topic."""
+        d, s = self.d, self.s
+        group_cases = {"": "the specified group is blank", "GID bad": "the specified group[GID bad] contains illegal "
+                       "characters, allowing only ^[%|a-zA-Z0-9_-]+$", "CID_RMQ_SYS_X": "cannot use system consumer group",
+                       "G" * 256: "the specified group is longer than group max length 255."}
+        illegal_group = self.code("ILLEGAL_CONSUMER_GROUP")
+        for group, message in group_cases.items():
+            ack = self.stub.AckMessage(s.AckMessageRequest(group=d.Resource(name=group), topic=d.Resource(name=TOPIC),
+                                                           entries=[s.AckMessageEntry(message_id="01X", receipt_handle="h")]),
+                                       metadata=METADATA, timeout=10)
+            self.assertEqual((ack.status.code, ack.status.message, len(ack.entries)), (illegal_group, message, 0), group)
+            change = self.stub.ChangeInvisibleDuration(s.ChangeInvisibleDurationRequest(
+                group=d.Resource(name=group), topic=d.Resource(name=TOPIC), receipt_handle="h", message_id="01X"),
+                metadata=METADATA, timeout=10)
+            self.assertEqual((change.status.code, change.status.message), (illegal_group, message), group)
+            dlq = self.stub.ForwardMessageToDeadLetterQueue(s.ForwardMessageToDeadLetterQueueRequest(
+                group=d.Resource(name=group), topic=d.Resource(name=TOPIC), receipt_handle="h", message_id="01X"),
+                metadata=METADATA, timeout=10)
+            self.assertEqual((dlq.status.code, dlq.status.message), (illegal_group, message), group)
+            assignment = self.stub.QueryAssignment(s.QueryAssignmentRequest(group=d.Resource(name=group),
+                                                                            topic=d.Resource(name=TOPIC)),
+                                                   metadata=METADATA, timeout=10)
+            self.assertEqual((assignment.status.code, assignment.status.message), (illegal_group, message), group)
+            received = [r for r in self.receive(group, 10_000, poll_s=1) if r.HasField("status")]
+            self.assertEqual([(r.status.code, r.status.message) for r in received], [(illegal_group, message)], group)
+        system_topic = (self.code("ILLEGAL_TOPIC"), "cannot access system topic")
+        change = self.stub.ChangeInvisibleDuration(s.ChangeInvisibleDurationRequest(
+            group=d.Resource(name="GID_ok"), topic=d.Resource(name="SCHEDULE_TOPIC_XXXX"), receipt_handle="h"),
+            metadata=METADATA, timeout=10)
+        self.assertEqual((change.status.code, change.status.message), system_topic)
+        ended = self.stub.EndTransaction(s.EndTransactionRequest(topic=d.Resource(name="RMQ_SYS_TRANS_HALF_TOPIC"),
+                                                                 message_id="01X", transaction_id="t",
+                                                                 resolution=d.TransactionResolution.COMMIT),
+                                         metadata=METADATA, timeout=10)
+        self.assertEqual((ended.status.code, ended.status.message), system_topic)
+
+
 class MessageTypeCheckOffTest(_Endpoint):
     """enableTopicMessageTypeCheck=false (the proxy's switch, in broker.conf): any type goes to any topic, and the
     SDKs are told not to check."""

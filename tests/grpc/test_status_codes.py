@@ -144,10 +144,15 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(assignment.status.code, self.code("OK"))
         self.assertEqual([a.message_queue.id for a in assignment.assignments], [-1], "the broker, every queue popped")
         self.assertEqual(assignment.assignments[0].message_queue.broker.name, "broker-a")
-        missing = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="NO_SUCH_TOPIC")),
+        missing = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="NO_SUCH_TOPIC"),
+                                                                     group=d.Resource(name="GID_status")),
                                             metadata=METADATA, timeout=5)
         self.assertEqual(missing.status.code, self.code("TOPIC_NOT_FOUND"))
-        no_group = list(self.stub.ReceiveMessage(s.ReceiveMessageRequest(), metadata=METADATA, timeout=5))
+        anonymous = self.stub.QueryAssignment(s.QueryAssignmentRequest(topic=d.Resource(name="GRPC_STATUS")),
+                                              metadata=METADATA, timeout=5)  # the proxy checks the group first
+        self.assertEqual(anonymous.status.code, self.code("ILLEGAL_CONSUMER_GROUP"))
+        no_group = list(self.stub.ReceiveMessage(s.ReceiveMessageRequest(
+            message_queue=d.MessageQueue(topic=d.Resource(name="GRPC_STATUS"))), metadata=METADATA, timeout=5))
         self.assertEqual([r.status.code for r in no_group], [self.code("ILLEGAL_CONSUMER_GROUP")])
         started = time.monotonic()
         empty = self._receive("GID_status", poll_s=1)

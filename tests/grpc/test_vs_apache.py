@@ -34,7 +34,8 @@ ALLOWED_DIFFERENCES: dict[str, str] = {
 }
 #: Apache's messages rmqtx must answer word for word (the message-type and system-topic refusals, the ack summary).
 EXACT_MESSAGES = re.compile(r"org\.apache\.rocketmq\.proxy\.common\.ProxyException: TopicMessageType validate failed.*"
-                            r"|cannot access system topic|ack message result is empty")
+                            r"|cannot access system topic|ack message result is empty|cannot use system consumer group"
+                            r"|the specified group is blank")
 #: 5.x topic message types (``mqadmin updateTopic -a +message.type=X``) and the SDK's message types sent to them.
 TOPIC_TYPES = ("FIFO", "DELAY", "TRANSACTION")
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
@@ -230,6 +231,7 @@ class Prober:
         self.message_type_cases(send_topic)
         self.system_topic_cases()
         self.ack_summary_cases(recv_topic)
+        self.group_check_cases(recv_topic)
         self.sdk_cases()
         if expiring:
             handle = expiring[0].system_properties.receipt_handle
@@ -285,6 +287,26 @@ class Prober:
             self.send(f"send_to_{topic}", topic)
         self.record("query_route_TBW102", lambda: self.stub.QueryRoute(
             s.QueryRouteRequest(topic=d.Resource(name="TBW102")), metadata=self.meta("producer"), timeout=10))
+
+    def group_check_cases(self, topic: str) -> None:
+        """A consumer's calls with a blank or a system group, or on a system topic; EndTransaction on one."""
+        d, s, meta = self.d, self.s, self.meta("consumer")
+        entry = [s.AckMessageEntry(message_id="01G", receipt_handle="not a handle")]
+        for case, group in (("system_group", "CID_RMQ_SYS_VS"), ("blank_group", "")):
+            self.record(f"ack_{case}", lambda g=group: self.stub.AckMessage(s.AckMessageRequest(
+                group=d.Resource(name=g), topic=d.Resource(name=topic), entries=entry), metadata=meta, timeout=10))
+            self.record(f"forward_to_dlq_{case}", lambda g=group: self.stub.ForwardMessageToDeadLetterQueue(
+                s.ForwardMessageToDeadLetterQueueRequest(group=d.Resource(name=g), topic=d.Resource(name=topic),
+                                                         receipt_handle="not a handle", message_id="01G"),
+                metadata=meta, timeout=10))
+            self.record(f"query_assignment_{case}", lambda g=group: self.stub.QueryAssignment(
+                s.QueryAssignmentRequest(group=d.Resource(name=g), topic=d.Resource(name=topic)), metadata=meta, timeout=10))
+        self.record("change_invisible_system_topic", lambda: self.stub.ChangeInvisibleDuration(
+            s.ChangeInvisibleDurationRequest(group=d.Resource(name="GID_vs_ok"), topic=d.Resource(name="SCHEDULE_TOPIC_XXXX"),
+                                             receipt_handle="not a handle", message_id="01G"), metadata=meta, timeout=10))
+        self.record("end_transaction_system_topic", lambda: self.stub.EndTransaction(
+            s.EndTransactionRequest(topic=d.Resource(name="RMQ_SYS_TRANS_HALF_TOPIC"), message_id="01G", transaction_id="t",
+                                    resolution=d.TransactionResolution.COMMIT), metadata=self.meta("producer"), timeout=10))
 
     def ack_summary_cases(self, topic: str) -> None:
         """Acks of several entries: all failing alike, one good and one failing, none at all."""
