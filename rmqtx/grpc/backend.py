@@ -89,6 +89,16 @@ class SendOutcome:
 
 
 @dataclass
+class PreparedSend:
+    """A message the proxy's checks passed, as the SEND_MESSAGE_V2 that stores it."""
+
+    request: RemotingCommand
+    topic: str
+    message_id: str
+    transactional: bool
+
+
+@dataclass
 class _Transaction:
     group: str
     table_offset: int
@@ -368,6 +378,10 @@ class GrpcBackend:
 
     async def send(self, msg: Any, types: Any) -> SendOutcome:
         """One apache.rocketmq.v2.Message -> SEND_MESSAGE_V2 to the broker; the entry's answer."""
+        return await self.send_prepared(self.prepare_send(msg, types))
+
+    def prepare_send(self, msg: Any, types: Any) -> PreparedSend:
+        """The proxy's checks of one message, in its order (GrpcError on a refusal), and its SEND_MESSAGE_V2."""
         topic = msg.topic.name
         self.validate_topic(topic)  # the proxy's order: the name, the message, its type, then the topic's queues
         sysp = msg.system_properties
@@ -430,18 +444,23 @@ class GrpcBackend:
         )
         fields, order = send_header_to_v2(header)
         request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body, fast_keys=order)
-        response = await self._call(request)
+        return PreparedSend(request, topic, sysp.message_id, transactional)
+
+    async def send_prepared(self, prepared: PreparedSend) -> SendOutcome:
+        """Store a checked message through the broker; the entry's answer."""
+        response = await self._call(prepared.request)
         code = _BROKER_CODES.get(response.code, "INTERNAL_SERVER_ERROR")
         if code != "OK":
             raise GrpcError(code, response.remark or f"broker answered {response.code}")
         offset = int(response.field("queueOffset") or 0)
         transaction_id = ""
-        if transactional:
-            transaction_id = response.field("transactionId") or sysp.message_id
+        if prepared.transactional:
+            topic = prepared.topic
+            transaction_id = response.field("transactionId") or prepared.message_id
             _, _, commit_log_offset = decode_offset_msg_id(response.field("msgId") or "")
             self._expire_transactions()
-            self.transactions[(topic, transaction_id)] = _Transaction(topic, offset, commit_log_offset, sysp.message_id)
-        return SendOutcome(sysp.message_id, transaction_id, offset, response.field("recallHandle") or "")
+            self.transactions[(topic, transaction_id)] = _Transaction(topic, offset, commit_log_offset, prepared.message_id)
+        return SendOutcome(prepared.message_id, transaction_id, offset, response.field("recallHandle") or "")
 
     def check_message_type(self, topic: str, props: dict[str, str], delivery_timestamp: bool) -> None:
         """The proxy's check of a send against its topic's message type (retry and DLQ topics are not

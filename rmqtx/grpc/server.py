@@ -131,13 +131,27 @@ class MessagingServicer:
         return self.s.HeartbeatResponse(status=self._status())
 
     async def SendMessage(self, request: Any, context: Any) -> Any:
+        """As the proxy: every message checked first (one topic for all; any refusal answers the whole call,
+        with no entries), then each stored, its result an entry."""
         if not request.messages:
-            return self.s.SendMessageResponse(status=self._status("BAD_REQUEST", "no message to send"))
+            return self.s.SendMessageResponse(status=self._status("MESSAGE_CORRUPTED", "no message to send"))
+        topic = request.messages[0].topic
+        prepared = []
+        try:
+            for msg in request.messages:
+                if msg.topic != topic:
+                    raise GrpcError("MESSAGE_CORRUPTED", "topic in message is not same")
+                prepared.append(await self._on_reactor(self.backend.prepare_send, msg, self.d))
+        except GrpcError as exc:
+            return self.s.SendMessageResponse(status=self._status(exc.code, exc.message))
+        except Exception as exc:  # a bug here must still answer, as the proxy's INTERNAL_SERVER_ERROR
+            log.failure("gRPC send failed")
+            return self.s.SendMessageResponse(status=self._status("INTERNAL_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
         entries = []
         first_error: GrpcError | None = None
-        for msg in request.messages:
+        for msg, ready in zip(request.messages, prepared):
             try:
-                outcome = await self._on_reactor(self.backend.send, msg, self.d)
+                outcome = await self._on_reactor(self.backend.send_prepared, ready)
                 entries.append(self.s.SendResultEntry(status=self._status(), message_id=outcome.message_id,
                                                       transaction_id=outcome.transaction_id, offset=outcome.offset,
                                                       recall_handle=outcome.recall_handle))

@@ -113,7 +113,7 @@ class MessageChecksTest(_Endpoint):
         for message_id, sysp, props, code, message in cases:
             answer = self.send(message_id, props=props, **sysp)
             self.assertEqual((answer.status.code, answer.status.message), (self.code(code), message), message_id)
-            self.assertEqual([e.status.code for e in answer.entries], [self.code(code)], message_id)
+            self.assertEqual(list(answer.entries), [], f"{message_id}: a refusal answers the call, as the proxy's")
         passing = [
             ("01OK1", {"tag": "t"}, {"big": big}),  # 16 KiB exactly
             ("01OK2", {"tag": "two words"}, {}),  # whitespace inside a tag is no refusal (the proxy's rule)
@@ -360,6 +360,31 @@ class MessageTypeTest(_Endpoint):
         self.assertEqual((system.status.code, system.status.message, len(system.entries)),
                          (self.code("ILLEGAL_TOPIC"), "cannot access system topic", 0))
 
+
+    def test_several_messages_are_checked_before_any_is_stored(self) -> None:
+        """As the proxy's buildMessage: one refused message refuses the whole call (no entries, nothing stored),
+        and the messages of one call share its first message's topic."""
+        d, s = self.d, self.s
+
+        def message(message_id: str, topic: str = TOPIC, tag: str = "") -> Any:
+            return d.Message(topic=d.Resource(name=topic), body=b"x", system_properties=d.SystemProperties(
+                message_type=d.MessageType.NORMAL, message_id=message_id, tag=tag))
+
+        refused = self.stub.SendMessage(s.SendMessageRequest(messages=[message("01M1"), message("01M2", tag="a|b")]),
+                                        metadata=METADATA, timeout=20)
+        self.assertEqual((refused.status.code, refused.status.message, len(refused.entries)),
+                         (self.code("ILLEGAL_MESSAGE_TAG"), "tag cannot contain '|'", 0))
+        mixed = self.stub.SendMessage(s.SendMessageRequest(messages=[message("01M3"), message("01M4", "OTHER_TOPIC")]),
+                                      metadata=METADATA, timeout=20)
+        self.assertEqual((mixed.status.code, mixed.status.message, len(mixed.entries)),
+                         (self.code("MESSAGE_CORRUPTED"), "topic in message is not same", 0))
+        both = self.stub.SendMessage(s.SendMessageRequest(messages=[message("01M5"), message("01M6")]),
+                                     metadata=METADATA, timeout=20)
+        self.assertEqual([e.message_id for e in both.entries if e.status.code == self.code("OK")], ["01M5", "01M6"])
+        got = [r.message.system_properties.message_id for r in self.receive("GID_several", 10_000, poll_s=3)
+               if r.HasField("message")]
+        self.assertNotIn("01M1", got)  # the refused call stored nothing
+        self.assertNotIn("01M3", got)
 
     def test_consumer_calls_check_topic_and_group_first(self) -> None:
         """As the proxy's validateTopicAndConsumerGroup: a consumer's calls refuse a blank, malformed or system

@@ -68,7 +68,7 @@ class StatusCodeTest(unittest.TestCase):
         self.assertEqual(send(message_id="01AE", body=b"x" * (4 * 1024 * 1024 + 1)).status.code,
                          self.code("MESSAGE_BODY_TOO_LARGE"))
         empty = self.stub.SendMessage(s.SendMessageRequest(), metadata=METADATA, timeout=5)
-        self.assertEqual(empty.status.code, self.code("BAD_REQUEST"))
+        self.assertEqual((empty.status.code, empty.status.message), (self.code("MESSAGE_CORRUPTED"), "no message to send"))
 
     def test_transaction_and_unbuilt(self) -> None:
         d, s = self.d, self.s

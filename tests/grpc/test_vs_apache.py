@@ -35,7 +35,7 @@ ALLOWED_DIFFERENCES: dict[str, str] = {
 #: Apache's messages rmqtx must answer word for word (the message-type and system-topic refusals, the ack summary).
 EXACT_MESSAGES = re.compile(r"org\.apache\.rocketmq\.proxy\.common\.ProxyException: TopicMessageType validate failed.*"
                             r"|cannot access system topic|ack message result is empty|cannot use system consumer group"
-                            r"|the specified group is blank")
+                            r"|the specified group is blank|topic in message is not same|no message to send")
 #: 5.x topic message types (``mqadmin updateTopic -a +message.type=X``) and the SDK's message types sent to them.
 TOPIC_TYPES = ("FIFO", "DELAY", "TRANSACTION")
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION")
@@ -232,6 +232,7 @@ class Prober:
         self.system_topic_cases()
         self.ack_summary_cases(recv_topic)
         self.group_check_cases(recv_topic)
+        self.several_messages_cases(send_topic)
         self.sdk_cases()
         if expiring:
             handle = expiring[0].system_properties.receipt_handle
@@ -287,6 +288,20 @@ class Prober:
             self.send(f"send_to_{topic}", topic)
         self.record("query_route_TBW102", lambda: self.stub.QueryRoute(
             s.QueryRouteRequest(topic=d.Resource(name="TBW102")), metadata=self.meta("producer"), timeout=10))
+
+    def several_messages_cases(self, topic: str) -> None:
+        """One call of several messages: one refused (by its tag), two topics, none at all; the entries noted."""
+        s = self.s
+
+        def send(case: str, messages: list) -> None:
+            resp = self.record(case, lambda: self.stub.SendMessage(s.SendMessageRequest(messages=messages),
+                                                                    metadata=self.meta("producer"), timeout=15))
+            if resp is not None:
+                self.notes[case] = f"{len(resp.entries)} entries"
+
+        send("send_two_one_bad_tag", [self.message(topic), self.message(topic, tag="a|b")])
+        send("send_two_topics", [self.message(topic), self.message("VS_OTHER_TOPIC")])
+        send("send_no_messages", [])
 
     def group_check_cases(self, topic: str) -> None:
         """A consumer's calls with a blank or a system group, or on a system topic; EndTransaction on one."""
