@@ -18,6 +18,8 @@ import unittest
 from pathlib import Path
 
 from rmqtx.common import fastjson
+from rmqtx.groups import group_props
+from rmqtx.startup import StartupError
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from testkit.standalone import REPO, Standalone, call, run_client, wait_for
@@ -58,6 +60,29 @@ def rmqadmin(*argv: str) -> str:
     proc = subprocess.run([sys.executable, "-m", "rmqtx.tools.admin", *argv], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     return proc.stdout
+
+
+class GroupPropsTest(unittest.TestCase):
+    """Group k's broker.conf from the standalone's: what changes, what is kept, what is refused."""
+
+    BASE = {"brokerName": "b", "listenPort": "20911", "storePathRootDir": "/s", "consolePort": "8080", "grpcPort": "8081",
+            "metricsExporterType": "PROM", "metricsPromExporterPort": "5557", "flushDiskType": "SYNC_FLUSH",
+            "haListenPort": "20950", "namesrvAddr": "127.0.0.1:9876"}
+
+    def test_group_three(self) -> None:
+        props = group_props(self.BASE, 3, "/s")
+        self.assertEqual(props, {"brokerName": "b-3", "brokerId": "0", "listenPort": "20931", "storePathRootDir": "/s/broker-3",
+                                 "flushDiskType": "SYNC_FLUSH", "haListenPort": "20970", "namesrvAddr": "127.0.0.1:9876"})
+
+    def test_defaults_and_port_zero(self) -> None:
+        props = group_props({"listenPort": "0"}, 2, "st")
+        self.assertEqual((props["brokerName"], props["listenPort"], props["storePathRootDir"]), ("broker-a-2", "0", os.path.join("st", "broker-2")))
+        self.assertEqual(group_props({}, 2, "st")["listenPort"], "10921")
+
+    def test_refused(self) -> None:
+        for key, value in (("storePathCommitLog", "/cl"), ("brokerConfigPath", "/b.conf"), ("haMasterAddress", "h:1"), ("brokerRole", "SLAVE")):
+            with self.subTest(key=key), self.assertRaises(StartupError):
+                group_props({key: value}, 2, "st")
 
 
 @unittest.skipUnless(sys.platform.startswith("linux"), "reads /proc")
