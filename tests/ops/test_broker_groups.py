@@ -135,6 +135,24 @@ class ThreeGroupsTest(unittest.TestCase):
                  and self.server.log_path.read_text().count("broker broker-a-") >= 3, 20, "the group to serve again")
         self.assertTrue(self.server.stop(), self.server.log())
 
+    def test_groups_end_with_a_killed_standalone(self) -> None:
+        kids = children(self.server.proc.pid)
+        self.server.proc.kill()
+        self.server.proc.wait()
+        wait_for(lambda: not any(alive(pid) for pid in kids), 20, "the groups to end with their standalone (PR_SET_PDEATHSIG)")
+
+
+def running_in(path: Path) -> list[int]:
+    """Processes whose command line names ``path``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and str(path).encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                out.append(int(entry))
+        except OSError:
+            pass
+    return out
+
 
 class GroupStartFailureTest(unittest.TestCase):
     def setUp(self) -> None:
@@ -154,6 +172,7 @@ class GroupStartFailureTest(unittest.TestCase):
         store = self.scratch.dir / "store"
         self.assertFalse((store / "abort").exists())  # group 1 stopped cleanly
         self.assertFalse((store / "broker-2" / "abort").exists())
+        self.assertEqual(running_in(store), [])  # no group left behind
 
     def test_settings_groups_cannot_share_are_refused(self) -> None:
         conf = self.scratch.dir / "broker.conf"
