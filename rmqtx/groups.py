@@ -19,6 +19,7 @@ from typing import Any
 
 from twisted.application import service
 from twisted.internet import defer, protocol
+from twisted.internet.error import ProcessExitedAlready
 from twisted.logger import Logger
 from twisted.python.failure import Failure
 
@@ -151,6 +152,7 @@ class BrokerGroup:
             self.reason = text[len(_CANNOT):]
             return  # the child's log has the same line
         log.info("[{name}] {line}", name=self.name, line=_STAMP.sub("", text))
+        # BrokerService.startService logs this once every part listens (rmqtx/broker/service.py)
         if not self.started and f"broker {self.name} listening on " in text:
             self.started, self.deaths = True, 0
             self.owner.group_started(self)
@@ -181,7 +183,10 @@ class BrokerGroup:
         if self.transport is None or self.ended_d is None:
             return defer.succeed(None)
         ended = self.ended_d
-        self.transport.signalProcess("TERM")
+        try:
+            self.transport.signalProcess("TERM")
+        except ProcessExitedAlready:  # its end is on its way to processEnded
+            return ended
         killer = self.reactor.callLater(STOP_TIMEOUT, self._kill)
         ended.addBoth(lambda result: (killer.cancel() if killer.active() else None, result)[1])
         return ended
@@ -189,7 +194,10 @@ class BrokerGroup:
     def _kill(self) -> None:
         if self.transport is not None:
             log.warn("broker group {name} did not stop in {t:.0f} s: killing it", name=self.name, t=STOP_TIMEOUT)
-            self.transport.signalProcess("KILL")
+            try:
+                self.transport.signalProcess("KILL")
+            except ProcessExitedAlready:
+                pass
 
 
 class BrokerGroups(service.Service):

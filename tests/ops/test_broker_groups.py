@@ -121,6 +121,7 @@ class ThreeGroupsTest(unittest.TestCase):
             self.assertTrue((path / "checkpoint").exists(), path)
             self.assertFalse((path / "abort").exists(), path)  # every store closed cleanly
         log = server.log_path.read_text()
+        self.assertIn("broker groups started: broker-a-2, broker-a-3", log)  # their start was seen
         for name in NAMES[1:]:
             self.assertIn(f"[{name}] ", log)  # the groups' lines in the standalone's log, named
             self.assertIn(f"broker group {name} stopped", log)
