@@ -1,8 +1,10 @@
 """rmqtx against the real Apache RocketMQ 4.9.8 NameServer+Broker, driven by Apache's own benchmark tools.
 
     python benchmarks/vs_java.py [--quick] [--threads 8,64] [--flush ASYNC_FLUSH,SYNC_FLUSH]
-                                 [--seconds N] [--consume-seconds N] [--repeat N]
+                                 [--seconds N] [--consume-seconds N] [--repeat N] [--rmqtx-brokers N]
 
+``--rmqtx-brokers N`` runs rmqtx as ``rmqstandalone --brokers N`` (the topic gets its queues on every
+group, the server CPU figures add the groups' processes) against one Java broker.
 Prints one Markdown table of rmqtx/Java ratios measured in the same minutes on the same machine
 (it is shared and noisy: read the ratios, not the absolute figures). ``--quick`` is ASYNC_FLUSH with
 64 threads only, one repeat, about 2 minutes; the default (both flush modes, 8 and 64 threads)
@@ -84,7 +86,8 @@ from rmqtx.remoting.codes import RequestCode, ResponseCode  # noqa: E402
 from rmqtx.remoting.command import RemotingCommand  # noqa: E402
 from rmqtx.remoting.serializer import decode_frame_payload, encode_frame  # noqa: E402
 from testkit.java import BROKER_OPTS, CLIENT_OPTS, LOGBACK, NAMESRV_OPTS, java_bin, java_classpaths, log  # noqa: E402
-from testkit.ports import free_port  # noqa: E402
+from rmqtx.common import fastjson  # noqa: E402
+from testkit.ports import NEIGHBOURS, free_port, port_free  # noqa: E402
 from testkit.procs import accepts, owned, spawn, stop, stop_all  # noqa: E402
 
 TOPIC = "VsJavaBench"  # not "BenchmarkTest": 4.9.8 brokers reserve it (1024 queues, system topic)
@@ -95,6 +98,7 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 KEEP = False  # --keep: leave each run's temp dir (logs, store) for a look
 
 BROKER_HEAP = "2g"  # --broker-heap
+RMQTX_BROKERS = 1  # --rmqtx-brokers: rmqstandalone --brokers N (docs/running.md)
 
 
 def _on_sigterm(signum, frame) -> None:
@@ -166,9 +170,11 @@ class Server:
     broker: str = ""
     procs: list[subprocess.Popen] = field(default_factory=list)
     start_seconds: float = 0.0
+    groups: list[str] = field(default_factory=list)  # every broker group's address (rmqtx --brokers N)
+    child_pids: list[int] = field(default_factory=list)  # the groups' processes, children of procs
 
     def pids(self) -> list[int]:
-        return [p.pid for p in self.procs]
+        return [p.pid for p in self.procs] + self.child_pids
 
     def wait_ready(self, t0: float) -> None:
         wait_until(lambda: accepts(self.broker) and route_served(self.namesrv, "TBW102"), 60, f"{self.name} start", self.procs)
@@ -228,10 +234,28 @@ def compile_rmqtx() -> None:
         compileall.compile_dir(str(REPO / sub), quiet=1)
 
 
+def group_ports_free(port: int, brokers: int) -> bool:
+    """Groups 2..N listen on port + 10*(k-1), each with its fast and HA port (rmqtx.groups)."""
+    return all(port_free(port + 10 * k + d, "127.0.0.1") for k in range(1, brokers) for d in range(-NEIGHBOURS, NEIGHBOURS + 1))
+
+
+def child_pids(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry))
+        except OSError:
+            pass
+    return out
+
+
 def start_rmqtx(flush: str, tmp: Path) -> Server:
     tmp.mkdir(parents=True, exist_ok=True)
     taken: set[int] = set()
     ns_port, br_port = free_port(taken), free_port(taken)
+    while not group_ports_free(br_port, RMQTX_BROKERS):
+        br_port = free_port(taken)
     server = Server("rmqtx", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
     conf = broker_conf(flush, server.namesrv, br_port, tmp / "store")
     for key in ("namesrvAddr", "listenPort", "storePathRootDir", "storePathCommitLog"):
@@ -239,19 +263,29 @@ def start_rmqtx(flush: str, tmp: Path) -> Server:
     conf_path = write_props(tmp / "broker.conf", conf)
     cmd = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=",
            "--logfile", str(tmp / "twistd.log"), "rmqstandalone", "-c", str(conf_path),
-           "--namesrv-port", str(ns_port), "--port", str(br_port), "--store", str(tmp / "store")]
+           "--namesrv-port", str(ns_port), "--port", str(br_port), "--store", str(tmp / "store"),
+           "--brokers", str(RMQTX_BROKERS)]
     t0 = time.monotonic()
     server.procs.append(spawn(cmd, tmp / "rmqtx.out", cwd=REPO))
     server.wait_ready(t0)
+    server.groups = [f"127.0.0.1:{br_port + 10 * k}" for k in range(RMQTX_BROKERS)]
+    if RMQTX_BROKERS > 1:
+        def all_routed() -> bool:
+            resp = call_once(server.namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"})
+            return len(fastjson.loads(resp.body)["brokerDatas"]) == RMQTX_BROKERS
+        wait_until(all_routed, 60, "rmqtx broker groups", server.procs)
+        server.child_pids = child_pids(server.procs[0].pid)
+        server.start_seconds = time.monotonic() - t0
     return server
 
 
 def create_topic(server: Server) -> None:
     fields = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES, "perm": 6,
               "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
-    resp = call_once(server.broker, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, timeout=10)
-    if resp.code != ResponseCode.SUCCESS:
-        raise RuntimeError(f"{server.name}: create topic: {resp.code} {resp.remark}")
+    for addr in server.groups or [server.broker]:  # QUEUES on every group, as mqadmin updateTopic -c does
+        resp = call_once(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, fields, timeout=10)
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"{server.name}: create topic on {addr}: {resp.code} {resp.remark}")
     wait_until(lambda: route_served(server.namesrv, TOPIC), 30, f"{server.name} topic route", server.procs, step=0.1)
 
 
@@ -380,10 +414,11 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         sampler = RssPeak(server.pids())
         sampler.start()
         create_topic(server)
-        conn = Conn(server.broker)
+        conns = [Conn(addr) for addr in server.groups or [server.broker]]
         cpu0 = cpu_seconds(server.pids())
         busy0 = machine_busy()
         out = tmp / "producer.out"
+        producer_t0 = time.monotonic()
         producer = spawn(client_cmd(cps, tmp, "Producer", ["-Dorg.apache.rocketmq.client.sendSmartMsg=true"],
                                     ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-s", str(MSG_SIZE)]), out)
         # it prints every 10 s of its own run: stop after the send_s/10-th line, however slowly its JVM
@@ -395,11 +430,12 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         if producer.poll() is not None:
             raise RuntimeError(f"Producer exited with {producer.returncode}: {out.read_text()[-2000:]}")
         client_cpu = cpu_seconds([producer.pid])
+        client_pct = 100.0 * client_cpu / max(time.monotonic() - producer_t0, 1e-3)
         busy1 = machine_busy()
         stop(producer)
         time.sleep(0.5)  # the last answers reach the store
         cpu1 = cpu_seconds(server.pids())
-        backlog = max_offsets(conn)
+        backlog = sum(max_offsets(c) for c in conns)
         sends = [tuple(map(float, m.groups())) for m in SEND_RE.finditer(out.read_text(errors="replace"))]
         if len(sends) < wanted:
             raise RuntimeError(f"Producer printed {len(sends)} of {wanted} stats lines:\n{out.read_text()[-2000:]}")
@@ -413,22 +449,23 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         samples: list[tuple[float, int]] = []  # (time, committed offsets summed over the queues)
         deadline = began + consume_s
         while time.monotonic() < deadline and consumer.poll() is None:
-            samples.append((time.monotonic(), consumer_offsets(conn)))
+            samples.append((time.monotonic(), sum(consumer_offsets(c) for c in conns)))
             if samples[-1][1] >= DRAIN_HI * backlog and samples[-1][0] - began > 11:
                 break  # drained, and Apache's Consumer has printed one line
             time.sleep(0.05)
-        drained = consumer_offsets(conn)
+        drained = sum(consumer_offsets(c) for c in conns)
         consumer_cpu, busy3 = cpu_seconds([consumer.pid]), machine_busy()
         stop(consumer)
         cpu2 = cpu_seconds(server.pids())
         windows = [int(m.group(1)) for m in CONSUME_RE.finditer(out.read_text())]
-        conn.close()
+        for c in conns:
+            c.close()
         sampler.done.set()
         return {
             "impl": impl, "flush": flush, "threads": threads, "start_s": server.start_seconds,
             "send_tps": statistics.mean(s[0] for s in kept), "avg_rt_ms": statistics.mean(s[2] for s in kept),
             "best_send_tps": max(s[0] for s in kept),
-            "client_cpu_us_per_msg": client_cpu / max(backlog, 1) * 1e6,
+            "client_cpu_us_per_msg": client_cpu / max(backlog, 1) * 1e6, "client_cpu_pct": client_pct,
             "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1),
             "max_rt_ms": sends[-1][1], "send_failed": sends[-1][3] + sends[-1][4],
             "backlog": backlog, "consumed": drained, "samples": samples,
@@ -469,6 +506,7 @@ METRICS = [  # key, label, format
     ("cpu_us_per_msg", "server CPU per sent message, µs", "{:.0f}"),
     ("consume_cpu_us_per_msg", "server CPU per consumed message, µs", "{:.1f}"),
     ("client_cpu_us_per_msg", "Apache Producer's own CPU per sent message (same JVM both sides), µs", "{:.0f}"),
+    ("client_cpu_pct", "Apache Producer's own CPU over its run (JVM start included), % of one core", "{:.0f}"),
     ("machine_busy_pct", "machine CPU busy during the sends (all processes, both cores), %", "{:.0f}"),
     ("consumer_cpu_us_per_msg", "Apache Consumer's own CPU per consumed message, its JVM start included, µs", "{:.1f}"),
     ("drain_busy_pct", "machine CPU busy during the drain (all processes, both cores), %", "{:.0f}"),
@@ -497,7 +535,7 @@ def table(results: list[dict], plan: list[tuple[str, int]]) -> str:
 
 
 def main() -> None:
-    global KEEP, BROKER_HEAP
+    global KEEP, BROKER_HEAP, RMQTX_BROKERS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="ASYNC_FLUSH, 64 threads, 20 s sends: ~2 min")
     parser.add_argument("--threads", help="producer (and consumer) thread counts, default 8,64")
@@ -509,6 +547,8 @@ def main() -> None:
     parser.add_argument("--broker-heap", default=BROKER_HEAP, help="Java broker -Xms/-Xmx, default 2g")
     parser.add_argument("--keep", action="store_true", help="keep each run's temp dir (server logs, store)")
     parser.add_argument("--only", choices=["java", "rmqtx"], help="run one side only (no ratios)")
+    parser.add_argument("--rmqtx-brokers", type=int, default=1,
+                        help="rmqtx as rmqstandalone --brokers N (the topic gets its queues on each group)")
     args = parser.parse_args()
     threads = [int(t) for t in (args.threads or ("64" if args.quick else "8,64")).split(",")]
     flushes = (args.flush or ("ASYNC_FLUSH" if args.quick else "ASYNC_FLUSH,SYNC_FLUSH")).split(",")
@@ -519,6 +559,9 @@ def main() -> None:
         if flush not in ("ASYNC_FLUSH", "SYNC_FLUSH"):
             parser.error(f"unknown flush mode {flush}")
     KEEP, BROKER_HEAP = args.keep, args.broker_heap
+    if args.rmqtx_brokers < 1:
+        parser.error("--rmqtx-brokers must be 1 or more")
+    RMQTX_BROKERS = args.rmqtx_brokers
     signal.signal(signal.SIGTERM, _on_sigterm)
     if args.only != "java":
         compile_rmqtx()
@@ -558,7 +601,8 @@ def main() -> None:
           f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} GiB; load average at start "
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, at end {end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}; "
           f"{java_version}; Python {platform.python_version()}; {len(results)} runs in {(time.time() - began) / 60:.1f} min, "
-          f"{send_s:.0f} s of sends each, 1 KB messages, {QUEUES} queues; Java broker heap {BROKER_HEAP}.  ")
+          f"{send_s:.0f} s of sends each, 1 KB messages, {QUEUES} queues{f' on each of rmqtx broker groups: {RMQTX_BROKERS}' if RMQTX_BROKERS > 1 else ''}; "
+          f"Java broker heap {BROKER_HEAP}.  ")
     print("Medians over repeats; ≥: Apache's Consumer drained the whole backlog inside one 9-s window.\n")
     print(table(results, plan))
     for failure in failures:

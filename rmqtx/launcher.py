@@ -14,7 +14,10 @@ from rmqtx.services import OrderedServices
 from rmqtx.startup import StartupError, missing_extra, os_failure
 
 if TYPE_CHECKING:
+    from twisted.internet import defer
+
     from rmqtx.broker.service import BrokerService
+    from rmqtx.groups import BrokerGroups
     from rmqtx.namesrv.service import NamesrvService
 
 
@@ -86,7 +89,12 @@ class StandaloneOptions(usage.Options):
         ["store", None, "./store", "store root directory (storePathRootDir)"],
         ["console-port", None, None, "serve the web console and /metrics on this port (consolePort; 0: any free port)", int],
         ["grpc-port", None, None, "serve the RocketMQ 5.x gRPC protocol on this port (grpcPort; off by default)", int],
+        ["brokers", None, 1, "broker groups: 2..N run as child rmqbroker processes, one core each (docs/running.md)", int],
     ]
+
+    def postOptions(self) -> None:
+        if self["brokers"] < 1:
+            raise usage.UsageError(f"--brokers must be 1 or more, not {self['brokers']}")
 
 
 def make_namesrv(props: dict[str, str]) -> "NamesrvService":
@@ -177,12 +185,45 @@ def make_standalone(options: StandaloneOptions) -> service.MultiService:
     if options["console-port"] is not None:
         broker_props["consolePort"] = str(options["console-port"])
     broker_props["namesrvAddr"] = f"{'127.0.0.1' if bind == '0.0.0.0' else bind}:{options['namesrv-port']}"
+    groups = broker_groups(broker_props, options["store"], options["brokers"])  # settings refused before any start
     make_broker(broker_props).setServiceParent(top)
+    if groups is not None:
+        groups.setServiceParent(top)
+        top.groups = groups
     return top
 
 
+def broker_groups(broker_props: dict[str, str], store: str, count: int) -> "BrokerGroups | None":
+    """Groups 2..``count`` (rmqtx.groups): their broker.conf files written now, their processes spawned at start."""
+    if count <= 1:
+        return None
+    from rmqtx.groups import BrokerGroups, group_props, write_conf
+
+    children = []
+    for k in range(2, count + 1):
+        props = group_props(broker_props, k, store)
+        conf = os.path.join(props["storePathRootDir"], "broker.conf")
+        try:
+            write_conf(conf, props)
+        except OSError as e:
+            raise os_failure(f"--brokers: cannot write {props['brokerName']}'s broker.conf", e) from None
+        children.append((props["brokerName"], conf))
+    return BrokerGroups(children, broker_props["namesrvAddr"])
+
+
 class StandaloneService(service.MultiService):
-    """NameServer and broker; if the broker cannot start, the NameServer stops and start-up fails."""
+    """NameServer and broker; if the broker cannot start, the NameServer stops and start-up fails.
+
+    With ``--brokers N`` the child groups stop first, while the NameServer still takes their unregistering.
+    """
+
+    groups: "BrokerGroups | None" = None
+
+    def stopService(self) -> "defer.Deferred[None]":
+        if self.groups is None:
+            return super().stopService()
+        first = self.groups.stopService()
+        return first.addBoth(lambda _: super(StandaloneService, self).stopService())
 
     def startService(self) -> None:
         try:

@@ -72,3 +72,28 @@ def install_hook() -> None:
 
     hook.rmqtx = True  # type: ignore[attr-defined]
     sys.excepthook = hook
+
+
+def fail_after_start(reason: str, reactor: object) -> None:
+    """A part that fails once the reactor runs (a child broker group that could not start) ends the
+    process as a start-up failure does: the line in the log and on the real stderr, then, once every
+    service has stopped, exit status 1 (twistd itself would exit 0 after a reactor stop)."""
+    import atexit
+
+    log.critical("cannot start: {reason}", reason=reason)
+
+    def exit_1() -> None:
+        stream = sys.__stderr__ or sys.stderr
+        stream.write(f"rmqtx: cannot start: {reason}\n")
+        stream.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
+        os._exit(1)
+
+    atexit.register(exit_1)
+    from twisted.internet.error import ReactorNotRunning
+
+    try:
+        reactor.stop()  # type: ignore[attr-defined]
+    except ReactorNotRunning:  # already stopping
+        pass

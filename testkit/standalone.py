@@ -13,7 +13,8 @@ import threading
 import time
 from pathlib import Path
 
-from testkit.ports import free_port
+from rmqtx.common import fastjson
+from testkit.ports import NEIGHBOURS, free_port, port_free
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
@@ -45,11 +46,14 @@ def call(addr: str, request: RemotingCommand, timeout: float = 5.0) -> RemotingC
 class Standalone:
     """``twistd -n rmqstandalone`` on free loopback ports, with its store in a temp dir."""
 
-    def __init__(self, extra_conf: dict[str, str] | None = None) -> None:
+    def __init__(self, extra_conf: dict[str, str] | None = None, brokers: int = 1) -> None:
+        """``brokers``: ``--brokers N``; group k listens on the broker port + 10*(k-1) (rmqtx.groups)."""
         self.tmp = tempfile.TemporaryDirectory(prefix="rmqtx-e2e-")
         self.root = Path(self.tmp.name)
         self.namesrv_port = free_port()
-        self.broker_port = free_port()
+        self.brokers = brokers
+        self.broker_port = self._group_ports(brokers)
+        self.group_addrs = [f"127.0.0.1:{self.broker_port + 10 * k}" for k in range(brokers)]
         self.namesrv = f"127.0.0.1:{self.namesrv_port}"
         self.broker = f"127.0.0.1:{self.broker_port}"
         conf = {"brokerName": "broker-a", "flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(64 * 1024 * 1024)}
@@ -60,7 +64,16 @@ class Standalone:
         self.proc: subprocess.Popen | None = None
         self.extra_twistd_args: list[str] = []  # e.g. --profile for benchmarks
         self.env: dict[str, str] = {}  # extra environment of the server process
-        self.plugin_args: list[str] = []  # extra rmqstandalone options, e.g. --console-port, --grpc-port
+        self.plugin_args: list[str] = [] if brokers == 1 else ["--brokers", str(brokers)]  # e.g. --console-port
+
+    @staticmethod
+    def _group_ports(brokers: int) -> int:
+        """A broker port whose groups' ports (each with its fast and HA port) are all free now."""
+        for _ in range(50):
+            port = free_port()
+            if all(port_free(port + 10 * k + d, "127.0.0.1") for k in range(1, brokers) for d in range(-NEIGHBOURS, NEIGHBOURS + 1)):
+                return port
+        raise RuntimeError(f"no free run of ports for {brokers} broker groups")
 
     def start(self, timeout: float = 20.0) -> "Standalone":
         cmd = [
@@ -77,7 +90,7 @@ class Standalone:
                 raise RuntimeError(f"rmqstandalone exited with {self.proc.returncode}:\n{self.log()}")
             try:
                 resp = call(self.namesrv, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TBW102"}), 1)
-                if resp.code == ResponseCode.SUCCESS:
+                if resp.code == ResponseCode.SUCCESS and len(fastjson.loads(resp.body)["brokerDatas"]) == self.brokers:
                     return self
             except OSError:
                 pass
