@@ -1,0 +1,141 @@
+"""ACL 2.0 side by side: Apache 5.4.0's broker (inside its Local-mode proxy) and an rmqtx standalone,
+both started with the same ACL 2.0 settings, get the same signed remoting requests; every answer's
+code, remark and body must be the same.
+
+The requests: the admin codes 3001-3010 that make and read the users and ACLs, the issue's eight
+sends and topic creations (six refused), and the matching rules (literal before prefixed, the longer
+prefix first, Deny, source IPs, a disabled user). Frames are signed as the 5.x AclClientRPCHook signs.
+Two JVMs for about a minute: run once, in the trial env.
+"""
+
+from __future__ import annotations
+
+import json
+import unittest
+
+from rmqtx.acl.signing import sign_request
+from rmqtx.remoting.codes import RequestCode
+from rmqtx.remoting.command import RemotingCommand
+from tests.security.acl_support import raw_call
+from tests.security.test_acl2 import AUTH_CONF, SUPER_PW, SUPER_USER, acl_body, create_topic, request, send_v2
+from testkit.apache5 import ApacheProxy
+from testkit.standalone import Standalone, call
+
+
+class SignedApacheProxy(ApacheProxy):
+    """Its readiness probes signed by the initial super user (the broker refuses unsigned ones)."""
+
+    def _remoting_ok(self, addr: str, code: int) -> bool:  # type: ignore[override]
+        cmd = RemotingCommand.request(code, {})
+        sign_request(cmd, SUPER_USER, SUPER_PW)
+        return call(addr, cmd, 2).code == 0
+
+
+ALICE = ("alice", "alice-pw-1")
+BOB = ("bob", "bob-pw-1")
+
+
+def steps() -> list[tuple[str, RemotingCommand]]:
+    """(label, request) in order; each run builds fresh frames (their opaques differ, nothing else)."""
+    su = (SUPER_USER, SUPER_PW)
+    out: list[tuple[str, RemotingCommand]] = []
+    for topic in ("TopicAllowed", "TopicDenied", "TopicNoPolicy", "PreOk", "PreX", "AbC", "Ax"):
+        out.append((f"create {topic}", create_topic(topic, su)))
+    out += [
+        ("create alice", request(RequestCode.AUTH_CREATE_USER, {"username": "alice"}, json.dumps({"password": ALICE[1], "userType": "Normal"}).encode())),
+        ("create bob", request(RequestCode.AUTH_CREATE_USER, {"username": "bob"}, json.dumps({"password": BOB[1]}).encode())),
+        ("create alice again", request(RequestCode.AUTH_CREATE_USER, {"username": "alice"}, b'{"password":"x"}')),
+        ("create no password", request(RequestCode.AUTH_CREATE_USER, {"username": "carol"}, b'{"userType":"Normal"}')),
+        ("create blank name", request(RequestCode.AUTH_CREATE_USER, {}, b'{"password":"x"}')),
+        ("super by normal", request(RequestCode.AUTH_CREATE_USER, {"username": "eve"}, b'{"password":"p","userType":"Super"}', ALICE)),
+        ("acl alice", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:alice"}, acl_body(
+            ("Topic:TopicAllowed", ["Pub"], "Allow"), ("Topic:TopicDenied", ["Pub"], "Deny"), ("Topic:Pre*", ["Pub"], "Deny"),
+            ("Topic:PreOk", ["Pub"], "Allow"), ("Topic:A*", ["Pub"], "Deny"), ("Topic:Ab*", ["Pub"], "Allow"),
+            ("Group:G*", ["Sub"], "Allow")))),
+        ("acl bob ips", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:bob"},
+                                acl_body(("Topic:TopicAllowed", ["Pub", "Sub"], "Allow"), ips=["10.0.0.0/8"]))),
+        ("acl bob merge", request(RequestCode.AUTH_UPDATE_ACL, {"subject": "User:bob"},
+                                  acl_body(("Topic:TopicNoPolicy", ["All"], "Allow"), ("Group:*", ["Sub"], "Deny")))),
+        ("acl Any", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:bob"}, acl_body(("Topic:T2", ["Any"], "Allow")))),
+        ("acl bad resource", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:bob"}, acl_body(("Queue:T2", ["Pub"], "Allow")))),
+        ("acl bad decision", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:bob"}, acl_body(("Topic:T2", ["Pub"], "Maybe")))),
+        ("acl bad ip", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:bob"}, acl_body(("Topic:T2", ["Pub"], "Allow"), ips=["1.2.3"]))),
+        ("acl no user", request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:nobody"}, acl_body(("Topic:T2", ["Pub"], "Allow")))),
+        ("get alice", request(RequestCode.AUTH_GET_USER, {"username": "alice"})),
+        ("get nobody", request(RequestCode.AUTH_GET_USER, {"username": "nobody"})),
+        ("list users", request(RequestCode.AUTH_LIST_USER, {})),
+        ("list users filter", request(RequestCode.AUTH_LIST_USER, {"filter": "bo"})),
+        ("get acl alice", request(RequestCode.AUTH_GET_ACL, {"subject": "User:alice"})),
+        ("get acl bob", request(RequestCode.AUTH_GET_ACL, {"subject": "User:bob"})),
+        ("list acls", request(RequestCode.AUTH_LIST_ACL, {})),
+        ("list acls filtered", request(RequestCode.AUTH_LIST_ACL, {"subjectFilter": "bob", "resourceFilter": "Group"})),
+        # the issue's eight
+        ("no credentials", send_v2("TopicAllowed", None)),
+        ("wrong password", send_v2("TopicAllowed", (ALICE[0], "wrong"))),
+        ("unknown user", send_v2("TopicAllowed", ("ghost", "whatever"))),
+        ("denied topic", send_v2("TopicDenied", ALICE)),
+        ("topic with no policy", send_v2("TopicNoPolicy", ALICE)),
+        ("normal user creates a topic", create_topic("TopicByAlice", ALICE)),
+        ("allowed send", send_v2("TopicAllowed", ALICE)),
+        ("super creates a topic", create_topic("TopicBySuper", su)),
+        # matching order
+        ("literal before prefixed", send_v2("PreOk", ALICE)),
+        ("prefixed deny", send_v2("PreX", ALICE)),
+        ("longer prefix first", send_v2("AbC", ALICE)),
+        ("shorter prefix", send_v2("Ax", ALICE)),
+        ("source ip outside", send_v2("TopicAllowed", BOB)),
+        ("all action", send_v2("TopicNoPolicy", BOB)),
+        ("group prefix", request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G1", "topic": "%RETRY%G1", "queueId": 0}, user=ALICE)),
+        ("group no policy", request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "H1", "topic": "%RETRY%H1", "queueId": 0}, user=ALICE)),
+        ("group deny", request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G1", "topic": "%RETRY%G1", "queueId": 0}, user=BOB)),
+        ("admin read by normal", request(RequestCode.AUTH_LIST_USER, {}, user=ALICE)),
+        # deletes and a disabled user
+        ("delete entry", request(RequestCode.AUTH_DELETE_ACL, {"subject": "User:bob", "resource": "Group:*"})),
+        ("get acl bob after", request(RequestCode.AUTH_GET_ACL, {"subject": "User:bob"})),
+        ("delete acl", request(RequestCode.AUTH_DELETE_ACL, {"subject": "User:bob"})),
+        ("delete acl again", request(RequestCode.AUTH_DELETE_ACL, {"subject": "User:bob"})),
+        ("disable alice", request(RequestCode.AUTH_UPDATE_USER, {"username": "alice"}, b'{"userStatus":"disable"}')),
+        ("disabled send", send_v2("TopicAllowed", ALICE)),
+        ("update nobody", request(RequestCode.AUTH_UPDATE_USER, {"username": "nobody"}, b'{"password":"x"}')),
+        ("delete bob", request(RequestCode.AUTH_DELETE_USER, {"username": "bob"})),
+        ("deleted send", send_v2("TopicAllowed", BOB)),
+        ("get acl deleted", request(RequestCode.AUTH_GET_ACL, {"subject": "User:bob"})),
+    ]
+    return out
+
+
+def answers(broker: str) -> list[tuple[str, int, str | None, object]]:
+    out = []
+    for label, cmd in steps():
+        resp = raw_call(broker, cmd, timeout=15)
+        body: object = resp.body  # the admin reads' JSON compared byte for byte
+        if label.startswith("group ") and resp.code != 16:
+            # let through: what the offset query then answers is not ACL's (rmqtx answers a retry topic's
+            # missing offset with 0, Apache 5.4.0 with QUERY_NOT_FOUND)
+            out.append((label, "passed", None, None))
+            continue
+        if label.endswith(("send", "creates a topic")) or label.startswith(("create ", "literal", "longer", "all action")):
+            body = None  # send results carry message ids and offsets: only the decision is compared
+        out.append((label, resp.code, resp.remark if resp.code else None, body))
+    return out
+
+
+class Acl2VsApacheTest(unittest.TestCase):
+    def test_same_answers_as_apache_5_4_0(self) -> None:
+        apache = SignedApacheProxy(broker_conf=AUTH_CONF)
+        self.addCleanup(apache.close)
+        apache.start()
+        theirs = answers(apache.broker)
+        apache.stop()
+        ours_server = Standalone(AUTH_CONF)
+        self.addCleanup(ours_server.close)
+        ours = answers(ours_server.start().broker)
+        refused = [a for a in theirs if a[0] in ("no credentials", "wrong password", "unknown user", "denied topic",
+                                                 "topic with no policy", "normal user creates a topic")]
+        self.assertEqual([a[1] for a in refused], [16] * 6, refused)  # Apache refuses the issue's six
+        for mine, apaches in zip(ours, theirs):
+            self.assertEqual(mine, apaches)
+
+
+if __name__ == "__main__":
+    unittest.main()
