@@ -58,10 +58,14 @@ def acl_body(*entries: tuple[str, list[str], str], ips: list[str] | None = None)
 class Acl2Test(unittest.TestCase):
     server: Standalone
 
-    @classmethod
-    def setUpClass(cls) -> None:
-        cls.server = Standalone(AUTH_CONF).start()
-        cls.addClassCleanup(cls.server.close)
+    def test_acl2_on_one_standalone(self) -> None:
+        """One broker for every part (trial runs no setUpClass), in order: each part builds on the last."""
+        self.server = Standalone(AUTH_CONF)
+        self.addCleanup(self.server.close)
+        self.server.start()
+        self.users_policies_and_the_eight_cases()
+        self.admin_answers_as_apache_writes_them()
+        self.users_and_acls_survive_a_restart()
 
     def call(self, cmd: RemotingCommand) -> RemotingCommand:
         return raw_call(self.server.broker, cmd)
@@ -75,7 +79,7 @@ class Acl2Test(unittest.TestCase):
         resp = self.call(cmd)
         self.assertEqual((resp.code, resp.remark), (ResponseCode.NO_PERMISSION, remark))
 
-    def test_1_users_policies_and_the_eight_cases(self) -> None:
+    def users_policies_and_the_eight_cases(self) -> None:
         alice = (NORMAL_USER, NORMAL_PW)
         for topic in ("TopicAllowed", "TopicDenied", "TopicNoPolicy"):
             self.ok(create_topic(topic, (SUPER_USER, SUPER_PW)))
@@ -105,7 +109,7 @@ class Acl2Test(unittest.TestCase):
         # an unknown code is "not supported" before any check, as in Apache
         self.assertEqual(self.call(request(99999, {}, user=None)).code, ResponseCode.REQUEST_CODE_NOT_SUPPORTED)
 
-    def test_2_admin_answers_as_apache_writes_them(self) -> None:
+    def admin_answers_as_apache_writes_them(self) -> None:
         self.ok(request(RequestCode.AUTH_CREATE_USER, {"username": "bob"}, json.dumps({"password": "bob-pw"}).encode()))
         resp = self.ok(request(RequestCode.AUTH_GET_USER, {"username": "bob"}))
         self.assertEqual(resp.body, b'{"password":"bob-pw","userStatus":"enable","userType":"Normal","username":"bob"}')
@@ -154,7 +158,7 @@ class Acl2Test(unittest.TestCase):
         self.ok(request(RequestCode.AUTH_DELETE_USER, {"username": "bob"}))
         self.refused(send_v2("T1", bob), "User:bob is not found.")
 
-    def test_3_users_and_acls_survive_a_restart(self) -> None:
+    def users_and_acls_survive_a_restart(self) -> None:
         self.ok(request(RequestCode.AUTH_CREATE_USER, {"username": "dave"}, b'{"password":"dave-pw"}'))
         self.ok(request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:dave"}, acl_body(("Topic:TopicAllowed", ["Pub"], "Allow"))))
         self.assertTrue(self.server.stop())
@@ -167,6 +171,7 @@ class Acl2Test(unittest.TestCase):
         self.assertNotIn("Traceback", log)
         for secret in (SUPER_PW, NORMAL_PW, "dave-pw"):
             self.assertNotIn(secret, log)
+        self.assertTrue(self.server.stop(), "the standalone did not stop cleanly")
 
 
 if __name__ == "__main__":
