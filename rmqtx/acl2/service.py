@@ -19,7 +19,7 @@ import orjson
 from twisted.logger import Logger
 
 from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_KEY_QUERY, signed_content
-from rmqtx.acl2.contexts import PARSE_ERROR, ParseError, wanted
+from rmqtx.acl2.contexts import PARSE_ERROR, ParseError, Wanted, wanted
 from rmqtx.acl2.model import (
     ACTIONS,
     CUSTOM,
@@ -85,6 +85,9 @@ class AuthService:
         self.store = AuthStore(directory, reactor)
         self.cluster = cluster
         self.processors = processors  # the dispatcher's table: codes it does not know are not checked
+        #: (host, port) of the broker's own loopback connections (the gRPC endpoint's, whose calls were
+        #: checked already): each is let through, consumed at its first request
+        self.internal_peers: set[tuple[str, int]] = set()
 
     # -- start ---------------------------------------------------------------------------------------
     def load(self) -> None:
@@ -108,7 +111,13 @@ class AuthService:
             return None
         host = conn.attributes.get("acl2.host")
         if host is None:
-            host = conn.attributes["acl2.host"] = getattr(conn.transport.getPeer(), "host", "")
+            peer = conn.transport.getPeer()
+            host = conn.attributes["acl2.host"] = getattr(peer, "host", "")
+            if (host, getattr(peer, "port", 0)) in self.internal_peers:
+                self.internal_peers.discard((host, peer.port))
+                conn.attributes["acl2.internal"] = True
+        if conn.attributes.get("acl2.internal"):
+            return None
         try:
             if self.settings.authentication and str(request.code) not in self.settings.authn_whitelist:
                 self.authenticate(request)
@@ -121,7 +130,12 @@ class AuthService:
 
     def authenticate(self, request: RemotingCommand) -> None:
         ext = request.ext_fields or {}
-        username = ext.get(ACCESS_KEY)
+        skip = (SIGNATURE, UNIQUE_KEY_QUERY) if request.version <= V4_9_3 else (SIGNATURE,)
+        self.check_user(ext.get(ACCESS_KEY), lambda: signed_content(ext, request.body, skip), ext.get(SIGNATURE))
+
+    def check_user(self, username: str | None, content: Callable[[], bytes], signature: str | None) -> None:
+        """Apache's DefaultAuthenticationHandler: the user exists and is enabled, and ``signature`` (base64)
+        is the HMAC-SHA1 of ``content()`` with the user's password. Shared by remoting and gRPC."""
         if not username:
             raise Refused("username cannot be null.")
         user = self.store.users.get(username)
@@ -129,11 +143,8 @@ class AuthService:
             raise Refused(f"User:{username} is not found.")
         if user.status == DISABLE:
             raise Refused(f"User:{username} is disabled.")
-        skip = (SIGNATURE, UNIQUE_KEY_QUERY) if request.version <= V4_9_3 else (SIGNATURE,)
-        content = signed_content(ext, request.body, skip)
-        expected = base64.b64encode(hmac.digest((user.password or "").encode("utf-8"), content, "sha1")).decode("ascii")
-        given = ext.get(SIGNATURE)
-        if given is None or not hmac.compare_digest(expected.encode(), given.encode("utf-8", "surrogatepass")):
+        expected = base64.b64encode(hmac.digest((user.password or "").encode("utf-8"), content(), "sha1")).decode("ascii")
+        if signature is None or not hmac.compare_digest(expected.encode(), signature.encode("utf-8", "surrogatepass")):
             raise Refused("check signature failed.")
 
     def authorize(self, request: RemotingCommand, source_ip: str) -> None:
@@ -141,10 +152,10 @@ class AuthService:
             pairs = wanted(request, self.cluster())
         except ParseError:
             raise Refused(PARSE_ERROR) from None
-        if not pairs:
-            return
-        ext = request.ext_fields or {}
-        username = ext.get(ACCESS_KEY)
+        self.check_pairs((request.ext_fields or {}).get(ACCESS_KEY), pairs, source_ip)
+
+    def check_pairs(self, username: str | None, pairs: "list[Wanted]", source_ip: str) -> None:
+        """Apache's UserAuthorizationHandler then AclAuthorizationHandler, for each pair in order."""
         for pair in pairs:
             if username is None:
                 raise Refused("Authorization failed. Please verify your access rights and try again.")

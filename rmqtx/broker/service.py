@@ -166,9 +166,6 @@ class BrokerService(OrderedServices):
             raise StartupError(str(e)) from None
         if not settings.active:
             return
-        if (settings.authentication or settings.authorization) and cfg.grpc.port is not None:
-            raise StartupError("broker.conf: grpcPort with ACL 2.0 on: rmqtx checks ACL 2.0 on the remoting port only;"
-                               " remove grpcPort or turn authentication/authorization off")
         from rmqtx.acl2.service import AuthService
 
         self.auth = AuthService(settings, Path(cfg.storePathRootDir).expanduser() / "config",

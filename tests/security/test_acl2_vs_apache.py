@@ -5,7 +5,9 @@ code, remark and body must be the same.
 The requests: the admin codes 3001-3010 that make and read the users and ACLs, the issue's eight
 sends and topic creations (six refused), and the matching rules (literal before prefixed, the longer
 prefix first, Deny, source IPs, a disabled user). Frames are signed as the 5.x AclClientRPCHook signs.
-Two JVMs for about a minute: run once, in the trial env.
+Then Apache's own 5.4.0 tools against each: mqadmin's user and ACL subcommands and DefaultMQProducer
+sends with AclClientRPCHook (tests/security/java5/Acl2Scenario.java); their output must be the same.
+Three JVMs, about a minute and a half: run once, in the trial env.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import unittest
 from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
+from tests.security.acl2_java import run_scenario
 from tests.security.acl_support import raw_call
 from tests.security.test_acl2 import AUTH_CONF, SUPER_PW, SUPER_USER, acl_body, create_topic, request, send_v2
 from testkit.apache5 import ApacheProxy
@@ -126,15 +129,28 @@ class Acl2VsApacheTest(unittest.TestCase):
         self.addCleanup(apache.close)
         apache.start()
         theirs = answers(apache.broker)
+        their_java = run_scenario(apache.namesrv, apache.broker, SUPER_USER, SUPER_PW)
         apache.stop()
         ours_server = Standalone(AUTH_CONF)
         self.addCleanup(ours_server.close)
         ours = answers(ours_server.start().broker)
+        our_java = run_scenario(ours_server.namesrv, ours_server.broker, SUPER_USER, SUPER_PW)
+        self.assertTrue(ours_server.stop())
+        self.assertNotIn("Traceback", ours_server.log())
         refused = [a for a in theirs if a[0] in ("no credentials", "wrong password", "unknown user", "denied topic",
                                                  "topic with no policy", "normal user creates a topic")]
         self.assertEqual([a[1] for a in refused], [16] * 6, refused)  # Apache refuses the issue's six
         for mine, apaches in zip(ours, theirs):
             self.assertEqual(mine, apaches)
+        self.assertEqual(len(ours), len(theirs))
+        # Apache's mqadmin 5.4.0 (createUser ... listAcl, updateTopic) and DefaultMQProducer with AclClientRPCHook
+        sends = {step["step"]: step for step in their_java if "code" in step or "status" in step}
+        self.assertEqual([sends[k]["code"] for k in ("no credentials", "wrong password", "unknown user", "denied topic",
+                                                      "topic with no policy")], [16] * 5, sends)
+        self.assertEqual(sends["allowed send"]["status"], "SEND_OK")
+        self.assertEqual(len(our_java), len(their_java))
+        for mine_step, apache_step in zip(our_java, their_java):
+            self.assertEqual(mine_step, apache_step)
 
 
 if __name__ == "__main__":
