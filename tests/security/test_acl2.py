@@ -10,13 +10,15 @@ broker on the same store: users and ACLs are still there.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import unittest
 
 from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from tests.security.acl_support import raw_call
-from testkit.standalone import Standalone
+from testkit.standalone import REPO, Standalone
 
 SUPER_USER, SUPER_PW = "rocketmq", "12345678"
 NORMAL_USER, NORMAL_PW = "alice", "alice-pw-1"
@@ -65,6 +67,7 @@ class Acl2Test(unittest.TestCase):
         self.server.start()
         self.users_policies_and_the_eight_cases()
         self.admin_answers_as_apache_writes_them()
+        self.rmqadmin_user_and_acl_subcommands()
         self.users_and_acls_survive_a_restart()
 
     def call(self, cmd: RemotingCommand) -> RemotingCommand:
@@ -157,6 +160,39 @@ class Acl2Test(unittest.TestCase):
         self.refused(send_v2("T1", bob), "User:bob is disabled.")
         self.ok(request(RequestCode.AUTH_DELETE_USER, {"username": "bob"}))
         self.refused(send_v2("T1", bob), "User:bob is not found.")
+
+    def rmqadmin(self, *args: str, user: tuple[str, str] = (SUPER_USER, SUPER_PW)) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "rmqtx.tools.admin", *args, "-n", self.server.namesrv, "--ak", user[0],
+                               "--sk", user[1]], capture_output=True, text=True, timeout=60, cwd=REPO)
+
+    def rmqadmin_user_and_acl_subcommands(self) -> None:
+        """rmqadmin's createUser ... listAcl: the requests and the output of Apache's mqadmin 5.4.0 (its
+        lines as tests/security/java5/Acl2Scenario.java prints them)."""
+        b = self.server.broker
+        done = self.rmqadmin("createUser", "-b", b, "-u", "erin", "-p", "erin-pw-1", "-t", "Normal")
+        self.assertEqual((done.returncode, done.stdout), (0, f"create user to {b} success.\n"), done.stderr)
+        self.assertEqual(self.rmqadmin("getUser", "-b", b, "-u", "erin").stdout,
+                         "#UserName         #Password               #UserType               #UserStatus           \n"
+                         "erin              erin-pw-1               Normal                  enable                \n")
+        done = self.rmqadmin("createAcl", "-c", "DefaultCluster", "-s", "User:erin", "-r", "Topic:TopicAllowed,Group:G*",
+                             "-a", "Pub,Sub", "-d", "Allow", "-i", "127.0.0.1,10.0.0.0/8")
+        self.assertEqual(done.stdout, f"create acl to {b} success.\n", done.stderr)
+        self.assertEqual(self.rmqadmin("updateAcl", "-b", b, "-s", "User:erin", "-r", "Topic:TopicDenied", "-a", "Pub",
+                                       "-d", "Deny").returncode, 0)
+        self.assertEqual(self.rmqadmin("getAcl", "-b", b, "-s", "User:erin").stdout,
+                         "#Subject          #PolicyType  #Resource               #Actions              #SourceIp                 #Decision \n"
+                         "User:erin         Custom      Topic:TopicAllowed      [Pub, Sub]            [127.0.0.1, 10.0.0.0/8]   Allow     \n"
+                         "User:erin         Custom      Group:G*                [Pub, Sub]            [127.0.0.1, 10.0.0.0/8]   Allow     \n"
+                         "User:erin         Custom      Topic:TopicDenied       [Pub]                 null                      Deny      \n")
+        self.assertEqual(self.rmqadmin("listAcl", "-b", b, "-s", "erin", "-r", "Denied").stdout.splitlines()[1:],
+                         ["User:erin         Custom      Topic:TopicDenied       [Pub]                 null                      Deny      "])
+        self.assertEqual(self.rmqadmin("deleteAcl", "-b", b, "-s", "User:erin", "-r", "Topic:TopicDenied").returncode, 0)
+        self.assertEqual(self.rmqadmin("updateUser", "-b", b, "-u", "erin", "-s", "disable").returncode, 0)
+        self.assertIn("erin              erin-pw-1               Normal                  disable", self.rmqadmin("listUser", "-b", b, "-f", "er").stdout)
+        refused = self.rmqadmin("listUser", "-b", b, user=("erin", "erin-pw-1"))
+        self.assertEqual((refused.returncode, refused.stderr),
+                         (1, f"rmqadmin listUser failed: CODE: 16 DESC: User:erin is disabled. BROKER: {b}\n"))
+        self.assertEqual(self.rmqadmin("deleteUser", "-b", b, "-u", "erin").stdout, f"delete user to {b} success.\n")
 
     def users_and_acls_survive_a_restart(self) -> None:
         self.ok(request(RequestCode.AUTH_CREATE_USER, {"username": "dave"}, b'{"password":"dave-pw"}'))
