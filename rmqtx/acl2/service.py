@@ -76,12 +76,13 @@ class AuthService:
     """Users, ACLs, the guard and the admin handlers of one broker."""
 
     def __init__(self, settings: AuthSettings, directory: Path, cluster: Callable[[], str],
-                 processors: dict[int, Any], reactor: Any = None) -> None:
+                 processors: dict[int, Any], reactor: Any = None, v1_file: Path | None = None) -> None:
         if reactor is None:
             from twisted.internet import reactor as default_reactor
 
             reactor = default_reactor
         self.settings = settings
+        self.v1_file = v1_file  # ACL 1.0's plain_acl.yml, read when migrateAuthFromV1Enabled
         self.store = AuthStore(directory, reactor)
         self.cluster = cluster
         self.processors = processors  # the dispatcher's table: codes it does not know are not checked
@@ -99,6 +100,16 @@ class AuthService:
             if entry is not None and entry[0] not in self.store.users:
                 self.store.users[entry[0]] = User(entry[0], entry[1], SUPER, ENABLE)
                 changed = True
+        if self.settings.migrate_v1 and self.v1_file is not None:
+            from rmqtx.acl.plain import AclConfigError
+            from rmqtx.acl2.migrate import accounts, migrate, v1_files
+
+            try:
+                added = migrate(self.store.users, self.store.acls, accounts(v1_files(self.v1_file)))
+            except AclConfigError as exc:
+                raise ValueError(f"migrateAuthFromV1Enabled: {exc}") from None
+            log.info("ACL 2.0: {n} account(s) migrated from ACL 1.0: {names}", n=len(added), names=", ".join(added))
+            changed = changed or bool(added)
         if changed or not (self.store.directory / "users.json").exists():
             self.store.save_now()
         log.info("ACL 2.0: {users} user(s), {acls} ACL(s) in {dir}; authentication {a}, authorization {b}",

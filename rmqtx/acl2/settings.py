@@ -3,9 +3,9 @@
 Honoured: authenticationEnabled, authorizationEnabled, the default providers and the local metadata
 providers (by Apache's class names), authenticationWhitelist / authorizationWhitelist (request
 codes), initAuthenticationUser, innerClientAuthenticationCredentials, the stateless or stateful
-strategy (rmqtx checks every request: nothing is cached, so a change applies at once). Any other
-provider or strategy class stops start-up with one line (migrateAuthFromV1Enabled=true too:
-rmqtx.common.unimplemented).
+strategy (rmqtx checks every request: nothing is cached, so a change applies at once),
+migrateAuthFromV1Enabled (rmqtx.acl2.migrate). Any other provider or strategy class stops start-up
+with one line.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class AuthSettings:
     authz_whitelist: frozenset[str]
     init_user: tuple[str, str | None] | None  # (username, password)
     inner_credentials: tuple[str, str] | None  # (accessKey, secretKey)
+    migrate_v1: bool = False  # migrateAuthFromV1Enabled: plain_acl.yml's accounts made users at start
 
     @property
     def active(self) -> bool:
@@ -71,8 +72,12 @@ class AuthSettings:
                              f" authorizationMetadataProvider ({_AUTHZ}.provider.LocalAuthorizationMetadataProvider)")
         if _flag(props, "aclEnable") and (authn or authz):
             raise ValueError("broker.conf: aclEnable=true (ACL 1.0) with ACL 2.0 on: rmqtx runs one of the two; remove one")
+        migrate = _flag(props, "migrateAuthFromV1Enabled")
+        if migrate and not (users and acls):
+            raise ValueError("broker.conf: migrateAuthFromV1Enabled=true needs authenticationMetadataProvider and"
+                             " authorizationMetadataProvider (the local ones) to migrate into")
         return cls(authn, authz, users or acls, _codes(props.get("authenticationWhitelist")),
-                   _codes(props.get("authorizationWhitelist")), _init_user(props), _inner(props))
+                   _codes(props.get("authorizationWhitelist")), _init_user(props), _inner(props), migrate)
 
 
 def _json(props: Mapping[str, str], key: str) -> dict | None:

@@ -168,8 +168,11 @@ class BrokerService(OrderedServices):
             return
         from rmqtx.acl2.service import AuthService
 
+        from rmqtx.acl.service import default_acl_path
+
         self.auth = AuthService(settings, Path(cfg.storePathRootDir).expanduser() / "config",
-                                lambda: cfg.brokerClusterName, self.dispatcher.processors, self.reactor)
+                                lambda: cfg.brokerClusterName, self.dispatcher.processors, self.reactor,
+                                default_acl_path(cfg.aclFilePath))
         self.dispatcher.register_many(self.auth.table_of_handlers())
         if settings.inner_credentials is not None:  # the broker's own requests (Apache's BrokerOuterAPI signs them)
             from rmqtx.acl.signing import RequestSigner

@@ -158,8 +158,8 @@ class StartupFailureTest(unittest.TestCase):
                                  " remove the key to start")
         conf.write_text("migrateAuthFromV1Enabled=true\n")
         proc = self.scratch.run(["rmqbroker", "-c", str(conf), "-p", str(self.scratch.broker_port)])
-        self.assertOneLine(proc, "broker.conf: migrateAuthFromV1Enabled=true asks for ACL 2.0 (RocketMQ 5.3+ users and "
-                                 "policies) migration from plain_acl.yml, which rmqtx does not implement; remove the key to start")
+        self.assertOneLine(proc, "broker.conf: migrateAuthFromV1Enabled=true needs authenticationMetadataProvider and"
+                                 " authorizationMetadataProvider (the local ones) to migrate into")
 
     def test_failover_and_replica_settings_stop_start_up(self) -> None:
         conf = self.scratch.dir / "broker.conf"

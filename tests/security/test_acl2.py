@@ -34,6 +34,33 @@ AUTH_CONF = {
 }
 
 
+#: An ACL 1.0 file for migrateAuthFromV1Enabled=true
+V1_YML = """\
+globalWhiteRemoteAddresses:
+- 10.10.0.0/16
+accounts:
+- accessKey: v1user
+  secretKey: v1-secret-1
+  whiteRemoteAddress: 192.168.0.*
+  admin: false
+  defaultTopicPerm: DENY
+  defaultGroupPerm: SUB
+  topicPerms:
+  - TopicAllowed=PUB|SUB
+  - TopicDenied=DENY
+  groupPerms:
+  - G1=SUB
+- accessKey: v1admin
+  secretKey: v1-admin-1
+  admin: true
+"""
+V1_STEPS = [  # (label, code, fields, user) for what the migration made
+    ("v1 get user", RequestCode.AUTH_GET_USER, {"username": "v1user"}, None),
+    ("v1 get admin", RequestCode.AUTH_GET_USER, {"username": "v1admin"}, None),
+    ("v1 get acl", RequestCode.AUTH_GET_ACL, {"subject": "User:v1user"}, None),
+]
+
+
 def request(code: int, fields: dict, body: bytes = b"", user: tuple[str, str] | None = (SUPER_USER, SUPER_PW)) -> RemotingCommand:
     cmd = RemotingCommand.request(code, fields, body)
     if user is not None:
@@ -160,6 +187,32 @@ class Acl2Test(unittest.TestCase):
         self.refused(send_v2("T1", bob), "User:bob is disabled.")
         self.ok(request(RequestCode.AUTH_DELETE_USER, {"username": "bob"}))
         self.refused(send_v2("T1", bob), "User:bob is not found.")
+
+    def test_migration_from_acl_1(self) -> None:
+        """migrateAuthFromV1Enabled=true: plain_acl.yml's accounts become users and ACLs at start."""
+        server = Standalone({**AUTH_CONF, "migrateAuthFromV1Enabled": "true"})
+        self.addCleanup(server.close)
+        (server.root / "plain_acl.yml").write_text(V1_YML)
+        server.conf_path.write_text(server.conf_path.read_text() + f"aclFilePath={server.root / 'plain_acl.yml'}\n")
+        server.start()
+        get = raw_call(server.broker, request(RequestCode.AUTH_GET_USER, {"username": "v1user"}))
+        self.assertEqual(get.body, b'{"password":"v1-secret-1","userStatus":"enable","userType":"Normal","username":"v1user"}')
+        acl = raw_call(server.broker, request(RequestCode.AUTH_GET_ACL, {"subject": "User:v1user"}))
+        self.assertEqual(json.loads(acl.body), {"policies": [
+            {"entries": [{"actions": ["Pub", "Sub"], "decision": "Allow", "resource": "Topic:TopicAllowed"},
+                         {"actions": ["All"], "decision": "Deny", "resource": "Topic:TopicDenied"},
+                         {"actions": ["Sub"], "decision": "Allow", "resource": "Group:G1"}], "policyType": "Custom"},
+            {"entries": [{"actions": ["All"], "decision": "Deny", "resource": "Topic:*"},
+                         {"actions": ["Sub"], "decision": "Allow", "resource": "Group:*"}], "policyType": "Default"}],
+            "subject": "User:v1user"})
+        for topic in ("TopicAllowed", "TopicOther"):
+            self.assertEqual(raw_call(server.broker, create_topic(topic, ("v1admin", "v1-admin-1"))).code, 0)
+        self.assertEqual(raw_call(server.broker, send_v2("TopicAllowed", ("v1user", "v1-secret-1"))).code, 0)
+        refused = raw_call(server.broker, send_v2("TopicOther", ("v1user", "v1-secret-1")))
+        self.assertEqual((refused.code, refused.remark), (ResponseCode.NO_PERMISSION,
+                         "User:v1user has no permission to access Topic:TopicOther from 127.0.0.1, the decision is deny."))
+        self.assertTrue(server.stop())
+        self.assertNotIn("v1-secret-1", server.log())
 
     def rmqadmin(self, *args: str, user: tuple[str, str] = (SUPER_USER, SUPER_PW)) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "rmqtx.tools.admin", *args, "-n", self.server.namesrv, "--ak", user[0],
