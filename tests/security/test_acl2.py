@@ -189,14 +189,18 @@ class Acl2Test(unittest.TestCase):
         self.refused(send_v2("T1", bob), "User:bob is not found.")
 
     def test_migration_from_acl_1(self) -> None:
-        """migrateAuthFromV1Enabled=true: plain_acl.yml's accounts become users and ACLs at start."""
-        server = Standalone({**AUTH_CONF, "migrateAuthFromV1Enabled": "true"})
+        """migrateAuthFromV1Enabled=true: plain_acl.yml's accounts become users and ACLs at start (and the
+        innerClientAuthenticationCredentials a Super user)."""
+        inner = json.dumps({"accessKey": "inner", "secretKey": "inner-secret-1"})
+        server = Standalone({**AUTH_CONF, "migrateAuthFromV1Enabled": "true", "innerClientAuthenticationCredentials": inner})
         self.addCleanup(server.close)
         (server.root / "plain_acl.yml").write_text(V1_YML)
         server.conf_path.write_text(server.conf_path.read_text() + f"aclFilePath={server.root / 'plain_acl.yml'}\n")
         server.start()
         get = raw_call(server.broker, request(RequestCode.AUTH_GET_USER, {"username": "v1user"}))
         self.assertEqual(get.body, b'{"password":"v1-secret-1","userStatus":"enable","userType":"Normal","username":"v1user"}')
+        get = raw_call(server.broker, request(RequestCode.AUTH_GET_USER, {"username": "inner"}))  # made a Super user too
+        self.assertEqual(get.body, b'{"password":"inner-secret-1","userStatus":"enable","userType":"Super","username":"inner"}')
         acl = raw_call(server.broker, request(RequestCode.AUTH_GET_ACL, {"subject": "User:v1user"}))
         self.assertEqual(json.loads(acl.body), {"policies": [
             {"entries": [{"actions": ["Pub", "Sub"], "decision": "Allow", "resource": "Topic:TopicAllowed"},

@@ -8,7 +8,9 @@ prefix first, Deny, source IPs, a disabled user), and what migrateAuthFromV1Enab
 plain_acl.yml. Frames are signed as the 5.x AclClientRPCHook signs.
 Then Apache's own 5.4.0 tools against each: mqadmin's user and ACL subcommands and DefaultMQProducer
 sends with AclClientRPCHook (tests/security/java5/Acl2Scenario.java); their output must be the same.
-Three JVMs, about a minute and a half: run once, in the trial env.
+Last, raw gRPC calls signed as the 5.x SDKs sign them, to Apache's proxy (with ACL 2.0 on in its
+rmq-proxy.json) and to rmqtx's gRPC endpoint: the same status codes and refusal messages.
+Three JVMs, about two minutes: run once, in the trial env.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from tests.security.acl2_java import run_scenario
 from tests.security.acl_support import raw_call
 from tests.security.test_acl2 import AUTH_CONF, SUPER_PW, SUPER_USER, V1_STEPS, V1_YML, acl_body, create_topic, request, send_v2
 from testkit.apache5 import ApacheProxy
-from testkit.standalone import Standalone, call
+from testkit.py5 import grpc_standalone
+from testkit.standalone import call
 
 
 class SignedApacheProxy(ApacheProxy):
@@ -132,23 +135,90 @@ def answers(broker: str) -> list[tuple[str, int, str | None, object]]:
     return out
 
 
+#: Apache's proxy checks gRPC calls with its own AuthConfig (rmq-proxy.json), reading the broker's users
+#: and ACLs through its metadata service (the broker is in the proxy's JVM in Local mode)
+PROXY_AUTH = {
+    "authenticationEnabled": True, "authorizationEnabled": True,
+    "authenticationProvider": AUTH_CONF["authenticationProvider"], "authorizationProvider": AUTH_CONF["authorizationProvider"],
+    "authenticationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider",
+    "authorizationMetadataProvider": "org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider",
+}
+V1 = ("v1user", "v1-secret-1")
+
+
+def grpc_answers(endpoint: str) -> list[tuple[str, object, str | None]]:
+    """Raw gRPC calls with the SDKs' signed metadata, after the remoting steps: (label, status code, message
+    of a refusal)."""
+    import grpc
+
+    from tests.grpc.test_py5_security import load_stubs, metadata
+
+    d, s, service = load_stubs()
+    unauthorized = d.Code.Value("UNAUTHORIZED")
+
+    def meta(user: tuple[str, str] | None, **kw: str) -> list:
+        return metadata(*(user or (None, None)), **kw)  # type: ignore[arg-type]
+
+    route = s.QueryRouteRequest(topic=d.Resource(name="TopicAllowed"))
+    other = s.QueryRouteRequest(topic=d.Resource(name="TopicOther"))
+    message = d.Message(topic=d.Resource(name="TopicDenied"), body=b"grpc",
+                        system_properties=d.SystemProperties(message_id="01ACL2GRPC", body_encoding=d.Encoding.IDENTITY,
+                                                             message_type=d.MessageType.NORMAL))
+    calls = [
+        ("route", "QueryRoute", route, meta(V1)),
+        ("route default deny", "QueryRoute", other, meta(V1)),
+        ("route unsigned", "QueryRoute", route, [("x-mq-client-id", "rmqtx-test@1")]),
+        ("route wrong signature", "QueryRoute", route, meta(V1, signature="00" * 20)),
+        ("route signature not hex", "QueryRoute", route, meta(V1, signature="zz")),
+        ("route no date", "QueryRoute", route, [m for m in meta(V1) if m[0] != "x-mq-date-time"]),
+        ("route unknown user", "QueryRoute", route, meta(("ghost", "x"))),
+        ("route disabled user", "QueryRoute", route, meta(("alice", "alice-pw-1"))),
+        ("send denied", "SendMessage", s.SendMessageRequest(messages=[message]), meta(V1)),
+        ("receive group first", "ReceiveMessage", s.ReceiveMessageRequest(
+            group=d.Resource(name="GX"), batch_size=1, message_queue=d.MessageQueue(topic=d.Resource(name="JTopicAllowed"), id=-1)),
+         meta(("jalice", "alice-pw-1"))),
+        ("ack topic after group", "AckMessage", s.AckMessageRequest(
+            group=d.Resource(name="G1"), topic=d.Resource(name="JTopicAllowed"),
+            entries=[s.AckMessageEntry(message_id="01X", receipt_handle="x")]), meta(("jalice", "alice-pw-1"))),
+        ("consumer heartbeat", "Heartbeat", s.HeartbeatRequest(group=d.Resource(name="G1"), client_type=d.ClientType.SIMPLE_CONSUMER),
+         meta(V1)),
+        ("consumer heartbeat by jalice", "Heartbeat", s.HeartbeatRequest(group=d.Resource(name="G1"),
+                                                                     client_type=d.ClientType.SIMPLE_CONSUMER),
+         meta(("jalice", "alice-pw-1"))),
+    ]
+    out: list[tuple[str, object, str | None]] = []
+    with grpc.insecure_channel(endpoint) as channel:
+        stub = service.MessagingServiceStub(channel)
+        for label, method, req, md in calls:
+            call_ = getattr(stub, method)
+            answer = call_(req, metadata=md, timeout=10)
+            status = next(iter(answer)).status if method == "ReceiveMessage" else answer.status
+            if status.code != unauthorized:  # let through: what the call then answers is not ACL's
+                out.append((label, "passed", None))
+                continue
+            out.append((label, status.code, status.message))
+    return out
+
+
 class Acl2VsApacheTest(unittest.TestCase):
     def test_same_answers_as_apache_5_4_0(self) -> None:
         conf = {**AUTH_CONF, "migrateAuthFromV1Enabled": "true"}
-        apache = SignedApacheProxy(broker_conf=conf)
+        apache = SignedApacheProxy(broker_conf=conf, proxy_conf=PROXY_AUTH)
         self.addCleanup(apache.close)
         (apache.root / "proxy" / "conf").mkdir(parents=True)
         (apache.root / "proxy" / "conf" / "plain_acl.yml").write_text(V1_YML)  # $ROCKETMQ_HOME/conf/plain_acl.yml
         apache.start()
         theirs = answers(apache.broker)
         their_java = run_scenario(apache.namesrv, apache.broker, SUPER_USER, SUPER_PW)
+        their_grpc = grpc_answers(apache.grpc)
         apache.stop()
-        ours_server = Standalone(conf)
+        ours_server = grpc_standalone(**conf)
         self.addCleanup(ours_server.close)
         (ours_server.root / "plain_acl.yml").write_text(V1_YML)
         ours_server.conf_path.write_text(ours_server.conf_path.read_text() + f"aclFilePath={ours_server.root / 'plain_acl.yml'}\n")
         ours = answers(ours_server.start().broker)
         our_java = run_scenario(ours_server.namesrv, ours_server.broker, SUPER_USER, SUPER_PW)
+        our_grpc = grpc_answers(ours_server.grpc)  # type: ignore[attr-defined]
         self.assertTrue(ours_server.stop())
         self.assertNotIn("Traceback", ours_server.log())
         refused = [a for a in theirs if a[0] in ("no credentials", "wrong password", "unknown user", "denied topic",
@@ -165,6 +235,10 @@ class Acl2VsApacheTest(unittest.TestCase):
         self.assertEqual(len(our_java), len(their_java))
         for mine_step, apache_step in zip(our_java, their_java):
             self.assertEqual(mine_step, apache_step)
+        # the gRPC endpoint beside Apache's proxy
+        self.assertEqual(sum(1 for a in their_grpc if a[2] is not None), 10, their_grpc)
+        for mine_call, apache_call in zip(our_grpc, their_grpc):
+            self.assertEqual(mine_call, apache_call)
 
 
 if __name__ == "__main__":
