@@ -58,7 +58,7 @@ class Refused(Exception):
     """Apache's AuthenticationException / AuthorizationException: NO_PERMISSION with this message."""
 
 
-class SystemError_(Exception):
+class SystemFailure(Exception):
     """What Apache answers with SYSTEM_ERROR (its processor threw, or a non-auth exception)."""
 
 
@@ -204,7 +204,7 @@ class AuthService:
                 return await handler(request, conn)
             except Refused as why:
                 return request.make_response(ResponseCode.NO_PERMISSION, str(why))
-            except SystemError_ as why:
+            except SystemFailure as why:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, str(why))
 
         return run
@@ -215,17 +215,17 @@ class AuthService:
             return False
         user = self.store.users.get(ak)
         if user is None:
-            raise SystemError_(f"org.apache.rocketmq.auth.authentication.exception.AuthenticationException: User:{ak} is not found")
+            raise SystemFailure(f"org.apache.rocketmq.auth.authentication.exception.AuthenticationException: User:{ak} is not found")
         return user.user_type != SUPER
 
     @staticmethod
     def _body(request: RemotingCommand, what: str) -> dict:
         if not request.body:
-            raise SystemError_("java.lang.NullPointerException")
+            raise SystemFailure("java.lang.NullPointerException")
         try:
             return json_object(request.body, what)
         except BodyError as exc:
-            raise SystemError_(exc.remark) from None
+            raise SystemFailure(exc.remark) from None
 
     @staticmethod
     def _user_of(info: dict, username: str) -> User:
@@ -322,18 +322,18 @@ class AuthService:
         """Apache's AclConverter, then the manager's validation (its messages)."""
         subject = _subject(info.get("subject") if isinstance(info.get("subject"), str) else None) or header_subject
         if subject is None:
-            raise SystemError_(_SYSTEM_ERROR_REMARK)
+            raise SystemFailure(_SYSTEM_ERROR_REMARK)
         policies: list[Policy] = []
         for p in info.get("policies") or ():
             if not isinstance(p, dict):
-                raise SystemError_(_SYSTEM_ERROR_REMARK)
+                raise SystemFailure(_SYSTEM_ERROR_REMARK)
             entries = p.get("entries")
             if not entries:
                 continue
             parsed: list[Entry] = []
             for e in entries:
                 if not isinstance(e, dict) or not isinstance(e.get("actions"), list):
-                    raise SystemError_(_SYSTEM_ERROR_REMARK)
+                    raise SystemFailure(_SYSTEM_ERROR_REMARK)
                 actions = [a for a in (by_name(ACTIONS, str(x)) for x in e["actions"]) if a is not None]
                 ips = e.get("sourceIps")
                 source_ips = [str(ip) if ip is not None else "" for ip in ips] if isinstance(ips, list) and ips else None
@@ -367,11 +367,11 @@ class AuthService:
         try:
             info = loads_body(request.body, "AclInfo") if request.body else None
         except BodyError as exc:
-            raise SystemError_(exc.remark) from None
+            raise SystemFailure(exc.remark) from None
         if not isinstance(info, dict) or not info.get("policies"):
             frame = "createAcl(AdminBrokerProcessor.java:3158)" if request.code == RequestCode.AUTH_CREATE_ACL \
                 else "updateAcl(AdminBrokerProcessor.java:3185)"
-            raise SystemError_("org.apache.rocketmq.auth.authorization.exception.AuthorizationException: The body of acl is null,"
+            raise SystemFailure("org.apache.rocketmq.auth.authorization.exception.AuthorizationException: The body of acl is null,"
                                f" org.apache.rocketmq.broker.processor.AdminBrokerProcessor.{frame}")
         acl = self._acl_of(info, header_subject)
         if acl.subject[len(USER_PREFIX):] not in self.store.users:
@@ -408,7 +408,7 @@ class AuthService:
     async def get_acl(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         subject = _subject((request.ext_fields or {}).get("subject"))
         if subject is None:
-            raise SystemError_("java.lang.NullPointerException")
+            raise SystemFailure("java.lang.NullPointerException")
         if subject[len(USER_PREFIX):] not in self.store.users:
             raise Refused("The subject is not exist.")
         acl = self.store.acls.get(subject)
