@@ -18,7 +18,7 @@ from typing import Any, Callable
 import orjson
 from twisted.logger import Logger
 
-from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_KEY_QUERY, signed_content
+from rmqtx.acl.signing import ACCESS_KEY, SIGNATURE, UNIQUE_KEY_QUERY, V4_9_3, signed_content
 from rmqtx.acl2.contexts import PARSE_ERROR, ParseError, Wanted, wanted
 from rmqtx.acl2.model import (
     ACTIONS,
@@ -49,8 +49,6 @@ from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol
 
 log = Logger(namespace="rmqtx.acl2")
-#: MQVersion.Version.V4_9_3's ordinal: older clients leave _UNIQUE_KEY_QUERY out of what they sign
-V4_9_3 = 399
 _SYSTEM_ERROR_REMARK = "An system error occurred, please try again later."
 
 
