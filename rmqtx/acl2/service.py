@@ -108,7 +108,7 @@ class AuthService:
                 raise ValueError(f"migrateAuthFromV1Enabled: {exc}") from None
             log.info("ACL 2.0: {n} account(s) migrated from ACL 1.0: {names}", n=len(added), names=", ".join(added))
             changed = changed or bool(added)
-        if changed or not (self.store.directory / "users.json").exists():
+        if changed:
             self.store.save_now()
         log.info("ACL 2.0: {users} user(s), {acls} ACL(s) in {dir}; authentication {a}, authorization {b}",
                  users=len(self.store.users), acls=len(self.store.acls), dir=str(self.store.directory),

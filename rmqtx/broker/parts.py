@@ -140,6 +140,11 @@ class AuthGuard(service.Service):
             self.dispatcher.guard = self.auth.guard
         super().startService()
 
+    def stopService(self) -> "defer.Deferred[None]":
+        """The databases closed (and unlocked) after the writes under way, as Apache's shutdown does."""
+        super().stopService()
+        return defer.ensureDeferred(self.auth.store.close())
+
 
 class RemotingListener(service.Service):
     """The broker's port and Java's second one on listenPort - 2 (its "VIP channel"), where a Java slave

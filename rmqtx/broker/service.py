@@ -34,7 +34,7 @@ from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol, RemotingServerFactory, batch_writes
 from rmqtx.services import OrderedServices, Step
-from rmqtx.startup import StartupError
+from rmqtx.startup import StartupError, missing_extra
 from rmqtx.store.message_store import MessageStore
 
 if TYPE_CHECKING:
@@ -167,6 +167,12 @@ class BrokerService(OrderedServices):
         if not settings.active:
             return
         from rmqtx.acl2.service import AuthService
+        from rmqtx.acl2.store import require_rocksdict
+
+        try:
+            require_rocksdict()
+        except ImportError as e:
+            raise missing_extra("ACL 2.0 (its users and ACLs live in RocksDB)", "rocksdb", e) from None
 
         from rmqtx.acl.service import default_acl_path
 

@@ -255,7 +255,7 @@ class Acl2Test(unittest.TestCase):
         self.ok(request(RequestCode.AUTH_CREATE_USER, {"username": "dave"}, b'{"password":"dave-pw"}'))
         self.ok(request(RequestCode.AUTH_CREATE_ACL, {"subject": "User:dave"}, acl_body(("Topic:TopicAllowed", ["Pub"], "Allow"))))
         self.assertTrue(self.server.stop())
-        self.assertTrue((self.server.root / "store" / "config" / "users.json").exists())
+        self.stored_as_apache_stores_them()
         self.server.start()
         self.ok(send_v2("TopicAllowed", ("dave", "dave-pw")))
         self.refused(send_v2("TopicDenied", ("dave", "dave-pw")),
@@ -265,6 +265,26 @@ class Acl2Test(unittest.TestCase):
         for secret in (SUPER_PW, NORMAL_PW, "dave-pw"):
             self.assertNotIn(secret, log)
         self.assertTrue(self.server.stop(), "the standalone did not stop cleanly")
+
+    def stored_as_apache_stores_them(self) -> None:
+        """Apache's layout, read with RocksDB itself once the broker let go: <root>/config/{users,acls},
+        key the username / subject key, value the record's compact JSON."""
+        import rocksdict
+
+        config = self.server.root / "store" / "config"
+        self.assertFalse((config / "users.json").exists())
+        users = rocksdict.Rdict(str(config / "users"), rocksdict.Options(raw_mode=True))
+        try:
+            self.assertEqual(users[b"dave"], b'{"password":"dave-pw","subjectKey":"User:dave","subjectType":1,'
+                                             b'"userStatus":1,"userType":2,"username":"dave"}')
+        finally:
+            users.close()
+        acls = rocksdict.Rdict(str(config / "acls"), rocksdict.Options(raw_mode=True))
+        try:
+            self.assertEqual(json.loads(acls[b"User:dave"])["subject"], {"subjectType": 1, "username": "dave"})
+            self.assertIn(b"User:alice", list(acls.keys()))
+        finally:
+            acls.close()
 
 
 if __name__ == "__main__":
