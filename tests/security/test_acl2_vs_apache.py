@@ -10,13 +10,18 @@ Then Apache's own 5.4.0 tools against each: mqadmin's user and ACL subcommands a
 sends with AclClientRPCHook (tests/security/java5/Acl2Scenario.java); their output must be the same.
 Last, raw gRPC calls signed as the 5.x SDKs sign them, to Apache's proxy (with ACL 2.0 on in its
 rmq-proxy.json) and to rmqtx's gRPC endpoint: the same status codes and refusal messages.
+Then the store itself: both brokers' RocksDB databases (``<storePathRootDir>/config/users`` and ``acls``)
+must hold the same keys and bytes, and an rmqtx started on a copy of Apache's config directory reads
+them and decides as Apache did before it stopped.
 Three JVMs, about two minutes: run once, in the trial env.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import unittest
+from pathlib import Path
 
 from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode
@@ -26,7 +31,7 @@ from tests.security.acl_support import raw_call
 from tests.security.test_acl2 import AUTH_CONF, SUPER_PW, SUPER_USER, V1_STEPS, V1_YML, acl_body, create_topic, request, send_v2
 from testkit.apache5 import ApacheProxy
 from testkit.py5 import grpc_standalone
-from testkit.standalone import call
+from testkit.standalone import Standalone, call
 
 
 class SignedApacheProxy(ApacheProxy):
@@ -135,6 +140,55 @@ def answers(broker: str) -> list[tuple[str, int, str | None, object]]:
     return out
 
 
+def after_steps() -> list[tuple[str, RemotingCommand]]:
+    """What the users and ACLs left by every step above (and the Java scenario's) read and decide."""
+    jalice, v1 = ("jalice", "alice-pw-1"), ("v1user", "v1-secret-1")
+    return [
+        ("list users", request(RequestCode.AUTH_LIST_USER, {})),
+        ("list acls", request(RequestCode.AUTH_LIST_ACL, {})),
+        *[(f"get {name}", request(RequestCode.AUTH_GET_USER, {"username": name})) for name in ("alice", "jalice", "v1user", "v1admin")],
+        *[(f"get acl {name}", request(RequestCode.AUTH_GET_ACL, {"subject": f"User:{name}"})) for name in ("alice", "jalice", "v1user")],
+        ("jalice allowed send", send_v2("JTopicAllowed", jalice)),
+        ("jalice deleted entry send", send_v2("JTopicDenied", jalice)),
+        ("jalice wrong password send", send_v2("JTopicAllowed", (jalice[0], "x"))),
+        ("jalice group", request(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G1", "topic": "%RETRY%G1", "queueId": 0}, user=jalice)),
+        ("v1 allowed send", send_v2("TopicAllowed", v1)),
+        ("v1 denied send", send_v2("TopicDenied", v1)),
+        ("v1 default deny send", send_v2("TopicOther", v1)),
+        ("disabled alice send", send_v2("TopicAllowed", ALICE)),
+        ("deleted jbob send", send_v2("JTopicAllowed", ("jbob", "bob-pw-1"))),
+    ]
+
+
+def answers_after(broker: str) -> list[tuple[str, object, str | None, object]]:
+    out: list[tuple[str, object, str | None, object]] = []
+    for label, cmd in after_steps():
+        resp = raw_call(broker, cmd, timeout=15)
+        if resp.code != 16 and not label.startswith(("list ", "get ")):
+            out.append((label, "passed", None, None))  # what a let-through request then answers is not ACL's
+        else:
+            out.append((label, resp.code, resp.remark if resp.code else None, resp.body))
+    return out
+
+
+def stored(config: Path) -> dict[str, object]:
+    """Both auth databases under ``config``, read-only: their column families and the default one's pairs."""
+    import rocksdict
+
+    out: dict[str, object] = {}
+    for name in ("users", "acls"):
+        path = str(config / name)
+        families = rocksdict.Rdict.list_cf(path)
+        opts = rocksdict.Options(raw_mode=True)
+        db = rocksdict.Rdict(path, opts, column_families={f: rocksdict.Options(raw_mode=True) for f in families if f != "default"} or None,
+                             access_type=rocksdict.AccessType.read_only())
+        try:
+            out[name] = {"families": sorted(families), "pairs": {bytes(k): bytes(v) for k, v in db.items()}}
+        finally:
+            db.close()
+    return out
+
+
 #: Apache's proxy checks gRPC calls with its own AuthConfig (rmq-proxy.json), reading the broker's users
 #: and ACLs through its metadata service (the broker is in the proxy's JVM in Local mode)
 PROXY_AUTH = {
@@ -211,7 +265,9 @@ class Acl2VsApacheTest(unittest.TestCase):
         theirs = answers(apache.broker)
         their_java = run_scenario(apache.namesrv, apache.broker, SUPER_USER, SUPER_PW)
         their_grpc = grpc_answers(apache.grpc)
-        apache.stop()
+        their_after = answers_after(apache.broker)
+        self.assertTrue(apache.stop())
+        their_store = stored(apache.root / "store" / "config")
         ours_server = grpc_standalone(**conf)
         self.addCleanup(ours_server.close)
         (ours_server.root / "plain_acl.yml").write_text(V1_YML)
@@ -219,8 +275,18 @@ class Acl2VsApacheTest(unittest.TestCase):
         ours = answers(ours_server.start().broker)
         our_java = run_scenario(ours_server.namesrv, ours_server.broker, SUPER_USER, SUPER_PW)
         our_grpc = grpc_answers(ours_server.grpc)  # type: ignore[attr-defined]
+        our_after = answers_after(ours_server.broker)
         self.assertTrue(ours_server.stop())
         self.assertNotIn("Traceback", ours_server.log())
+        our_store = stored(ours_server.root / "store" / "config")
+        # rmqtx on a copy of Apache's config directory (topics, groups, offsets and the auth databases)
+        switched = Standalone(AUTH_CONF)
+        self.addCleanup(switched.close)
+        shutil.copytree(apache.root / "store" / "config", switched.root / "store" / "config")
+        switched_after = answers_after(switched.start().broker)
+        self.assertTrue(switched.stop())
+        self.assertNotIn("Traceback", switched.log())
+        switched_store = stored(switched.root / "store" / "config")
         refused = [a for a in theirs if a[0] in ("no credentials", "wrong password", "unknown user", "denied topic",
                                                  "topic with no policy", "normal user creates a topic")]
         self.assertEqual([a[1] for a in refused], [16] * 6, refused)  # Apache refuses the issue's six
@@ -235,6 +301,16 @@ class Acl2VsApacheTest(unittest.TestCase):
         self.assertEqual(len(our_java), len(their_java))
         for mine_step, apache_step in zip(our_java, their_java):
             self.assertEqual(mine_step, apache_step)
+        # the store: the same databases, keys and value bytes; read back by rmqtx after the switch
+        self.assertEqual(their_store, our_store)
+        self.assertEqual([(a[0], a[1]) for a in their_after if a[1] == 16], [
+            ("jalice deleted entry send", 16), ("jalice wrong password send", 16), ("v1 denied send", 16),
+            ("v1 default deny send", 16), ("disabled alice send", 16), ("deleted jbob send", 16)], their_after)
+        for step, (mine_a, apache_a, switched_a) in enumerate(zip(our_after, their_after, switched_after)):
+            self.assertEqual(mine_a, apache_a, step)
+            self.assertEqual(switched_a, apache_a, step)
+        self.assertEqual((len(our_after), len(switched_after)), (len(their_after), len(their_after)))
+        self.assertEqual(switched_store, their_store)  # read, not rewritten
         # the gRPC endpoint beside Apache's proxy
         self.assertEqual(sum(1 for a in their_grpc if a[2] is not None), 10, their_grpc)
         for mine_call, apache_call in zip(our_grpc, their_grpc):
