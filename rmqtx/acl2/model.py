@@ -370,7 +370,6 @@ class User:
         out: dict[str, Any] = {}
         if self.password is not None:
             out["password"] = self.password
-        out["subjectKey"] = USER_PREFIX + self.username
         out["subjectType"] = 1
         if self.status is not None:
             out["userStatus"] = USER_STATUSES[self.status]

@@ -37,11 +37,21 @@ def require_rocksdict() -> None:
     importlib.import_module("rocksdict")
 
 
+def options() -> Any:
+    """rocksdict Options that open Apache's auth databases (and ours): raw mode and Apache's settings."""
+    import rocksdict
+
+    return _options(rocksdict, True)
+
+
 def _options(raw: Any, create: bool) -> Any:
-    """Raw bytes in and out; block format and no compression as Apache's config column families."""
+    """Raw bytes in and out; as Apache's config databases: in-place memtable updates (recorded in their
+    OPTIONS file, and RocksDB then wants no concurrent memtable writes), block format 5, no compression."""
     opts = raw.Options(raw_mode=True)
     opts.create_if_missing(create)
     opts.create_missing_column_families(True)
+    opts.set_allow_concurrent_memtable_write(False)
+    opts.set_inplace_update_support(True)
     opts.set_compression_type(raw.DBCompressionType.none())
     table = raw.BlockBasedOptions()
     table.set_format_version(5)

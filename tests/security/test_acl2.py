@@ -271,15 +271,17 @@ class Acl2Test(unittest.TestCase):
         key the username / subject key, value the record's compact JSON."""
         import rocksdict
 
+        from rmqtx.acl2.store import options
+
         config = self.server.root / "store" / "config"
         self.assertFalse((config / "users.json").exists())
-        users = rocksdict.Rdict(str(config / "users"), rocksdict.Options(raw_mode=True))
+        users = rocksdict.Rdict(str(config / "users"), options(), access_type=rocksdict.AccessType.read_only())
         try:
-            self.assertEqual(users[b"dave"], b'{"password":"dave-pw","subjectKey":"User:dave","subjectType":1,'
+            self.assertEqual(users[b"dave"], b'{"password":"dave-pw","subjectType":1,'
                                              b'"userStatus":1,"userType":2,"username":"dave"}')
         finally:
             users.close()
-        acls = rocksdict.Rdict(str(config / "acls"), rocksdict.Options(raw_mode=True))
+        acls = rocksdict.Rdict(str(config / "acls"), options(), access_type=rocksdict.AccessType.read_only())
         try:
             self.assertEqual(json.loads(acls[b"User:dave"])["subject"], {"subjectType": 1, "username": "dave"})
             self.assertIn(b"User:alice", list(acls.keys()))
