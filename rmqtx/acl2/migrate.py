@@ -46,7 +46,7 @@ def _entries(perms: Any, group: bool) -> list[Entry]:
         if len(parts) != 2:
             continue
         name, perm = parts[0].strip(), parts[1].strip()
-        out.append(Entry(Resource.group(name) if group else Resource.topic(name), _actions(perm), None, _decision(perm)))
+        out.append(Entry(Resource.group(name) if group else Resource.topic(name), _actions(perm), None, _decision(perm), environment=False))
     return out
 
 
@@ -77,7 +77,7 @@ def migrate(users: dict[str, User], acls: dict[str, Acl], found: list[dict]) -> 
         for key, kind in (("defaultTopicPerm", "Topic"), ("defaultGroupPerm", "Group")):
             perm = account.get(key)
             if perm is not None and str(perm).strip():
-                defaults.append(Entry(Resource(kind, None, PATTERN_ANY), _actions(str(perm)), None, _decision(str(perm))))
+                defaults.append(Entry(Resource(kind, None, PATTERN_ANY), _actions(str(perm)), None, _decision(str(perm)), environment=False))
         if defaults:
             policies.append(Policy(DEFAULT, defaults))
         if policies:

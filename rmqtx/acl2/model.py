@@ -110,9 +110,9 @@ class Resource:
         return wanted.name is not None and self.name is not None and wanted.name.startswith(self.name)
 
     def stored(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"resourcePattern": self.pattern, "resourceType": RESOURCE_TYPES[self.kind]}
-        if self.name is not None:
-            out["resourceName"] = self.name
+        out: dict[str, Any] = {} if self.name is None else {"resourceName": self.name}
+        out["resourcePattern"] = self.pattern  # fastjson2's order: the names sorted
+        out["resourceType"] = RESOURCE_TYPES[self.kind]
         return out
 
     @classmethod
@@ -165,6 +165,8 @@ class Entry:
     #: None: no environment; else the source IPs or CIDRs (an empty list matches any source)
     source_ips: list[str] | None
     decision: str | None
+    #: stored with an ``environment`` (the admin codes always give one; ACL 1.0's migration gives none)
+    environment: bool = True
 
     def matches(self, resource: Resource, actions: Iterable[str], source_ip: str) -> bool:
         if self.resource is None or not self.resource.matches(resource):
@@ -182,7 +184,8 @@ class Entry:
         out: dict[str, Any] = {"actions": [ACTIONS[a] for a in self.actions]}
         if self.decision is not None:
             out["decision"] = DECISIONS[self.decision]
-        out["environment"] = {} if self.source_ips is None else {"sourceIps": list(self.source_ips)}
+        if self.environment:
+            out["environment"] = {} if self.source_ips is None else {"sourceIps": list(self.source_ips)}
         if self.resource is not None:
             out["resource"] = self.resource.stored()
         return out
@@ -195,6 +198,7 @@ class Entry:
             [a for a in (by_code(ACTIONS, c) for c in doc.get("actions") or ()) if a is not None],
             None if env is None else list(env.get("sourceIps") or []),
             by_code(DECISIONS, doc.get("decision")),
+            env is not None,
         )
 
     def info(self) -> dict[str, Any]:
@@ -223,6 +227,7 @@ class Policy:
                 self.entries.append(new)
             else:
                 old.actions, old.source_ips, old.decision = new.actions, new.source_ips, new.decision
+                old.environment = new.environment
 
     def stored(self) -> dict[str, Any]:
         out: dict[str, Any] = {"entries": [e.stored() for e in self.entries]}
