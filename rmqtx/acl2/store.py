@@ -38,17 +38,13 @@ def require_rocksdict() -> None:
 
 
 def options() -> Any:
-    """rocksdict Options that open Apache's auth databases (and ours): raw mode and Apache's settings."""
-    import rocksdict
+    """rocksdict Options that open Apache's auth databases (and make ours): raw bytes in and out, and
+    Apache's settings: in-place memtable updates (recorded in their OPTIONS files, which rocksdict reads
+    back; RocksDB then wants no concurrent memtable writes), block format 5, no compression."""
+    import rocksdict as raw
 
-    return _options(rocksdict, True)
-
-
-def _options(raw: Any, create: bool) -> Any:
-    """Raw bytes in and out; as Apache's config databases: in-place memtable updates (recorded in their
-    OPTIONS file, and RocksDB then wants no concurrent memtable writes), block format 5, no compression."""
     opts = raw.Options(raw_mode=True)
-    opts.create_if_missing(create)
+    opts.create_if_missing(True)
     opts.create_missing_column_families(True)
     opts.set_allow_concurrent_memtable_write(False)
     opts.set_inplace_update_support(True)
@@ -75,10 +71,10 @@ class _Db:
         import rocksdict
 
         families = rocksdict.Rdict.list_cf(str(self.path)) if self.exists() else ["default"]
-        others = {name: _options(rocksdict, True) for name in families if name != "default"}
+        others = {name: options() for name in families if name != "default"}
         self.path.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = rocksdict.Rdict(str(self.path), _options(rocksdict, True), column_families=others or None)
+            self.db = rocksdict.Rdict(str(self.path), options(), column_families=others or None)
         except Exception as exc:  # rocksdict raises plain Exception (a LOCK held by another broker, corruption)
             raise ValueError(f"cannot open RocksDB {self.path} (is another broker using it?): {exc}") from None
         self.written = {bytes(k): bytes(v) for k, v in self.db.items()}
