@@ -35,12 +35,36 @@ from testkit.standalone import Standalone, call
 
 
 class SignedApacheProxy(ApacheProxy):
-    """Its readiness probes signed by the initial super user (the broker refuses unsigned ones)."""
+    """Its readiness probes signed by the initial super user (the broker refuses unsigned ones); ACL 1.0's
+    file in place for migrateAuthFromV1Enabled, and after :meth:`restart_on` the auth databases given,
+    again whenever a taken port makes ``start`` configure afresh (which empties the store)."""
+
+    auth_from: Path | None = None
 
     def _remoting_ok(self, addr: str, code: int) -> bool:  # type: ignore[override]
         cmd = RemotingCommand.request(code, {})
         sign_request(cmd, SUPER_USER, SUPER_PW)
         return call(addr, cmd, 2).code == 0
+
+    def _configure(self) -> None:
+        super()._configure()
+        (self.root / "proxy" / "conf").mkdir(parents=True, exist_ok=True)
+        (self.root / "proxy" / "conf" / "plain_acl.yml").write_text(V1_YML)  # $ROCKETMQ_HOME/conf/plain_acl.yml
+        self._seed_auth()
+
+    def _seed_auth(self) -> None:
+        if self.auth_from is None:
+            return
+        for name in ("users", "acls"):
+            shutil.rmtree(self.root / "store" / "config" / name, ignore_errors=True)
+            shutil.copytree(self.auth_from / name, self.root / "store" / "config" / name)
+
+    def restart_on(self, config: Path) -> None:
+        """Start again (stopped) with the users and ACLs databases of another broker's ``config``."""
+        self.auth_from = config
+        self._seed_auth()
+        self.procs.clear()  # else the stopped JVMs' exit statuses read as the new ones failing
+        self.start()
 
 
 ALICE = ("alice", "alice-pw-1")
@@ -275,8 +299,6 @@ class Acl2VsApacheTest(unittest.TestCase):
         conf = {**AUTH_CONF, "migrateAuthFromV1Enabled": "true"}
         apache = SignedApacheProxy(broker_conf=conf, proxy_conf=PROXY_AUTH)
         self.addCleanup(apache.close)
-        (apache.root / "proxy" / "conf").mkdir(parents=True)
-        (apache.root / "proxy" / "conf" / "plain_acl.yml").write_text(V1_YML)  # $ROCKETMQ_HOME/conf/plain_acl.yml
         apache.start()
         theirs = answers(apache.broker)
         their_java = run_scenario(apache.namesrv, apache.broker, SUPER_USER, SUPER_PW)
@@ -304,11 +326,7 @@ class Acl2VsApacheTest(unittest.TestCase):
         self.assertNotIn("Traceback", switched.log())
         switched_store = stored(switched.root / "store" / "config")
         # and back: Apache's broker restarted on rmqtx's two databases (in place of its own)
-        for name in ("users", "acls"):
-            shutil.rmtree(apache.root / "store" / "config" / name)
-            shutil.copytree(ours_server.root / "store" / "config" / name, apache.root / "store" / "config" / name)
-        apache.procs.clear()  # else the stopped JVMs' exit statuses read as the new ones failing
-        apache.start()
+        apache.restart_on(ours_server.root / "store" / "config")
         back_after = answers_after(apache.broker)
         self.assertTrue(apache.stop())
         refused = [a for a in theirs if a[0] in ("no credentials", "wrong password", "unknown user", "denied topic",
