@@ -97,6 +97,32 @@ class StandaloneOptions(usage.Options):
             raise usage.UsageError(f"--brokers must be 1 or more, not {self['brokers']}")
 
 
+class ControllerOptions(usage.Options):
+    synopsis = "-c controller.conf"
+    longdesc = "Run an Apache RocketMQ 5.x compatible controller node (controller mode; needs the 'controller' extra)."
+    optParameters = [
+        ["config", "c", None, "key=value file with Apache's ControllerConfig key names"],
+    ]
+
+    def properties(self) -> dict[str, str]:
+        return _read(self["config"], "controller.conf") if self["config"] else {}
+
+
+def make_controller(props: dict[str, str]) -> service.Service:
+    """One controller node; a missing 'controller' extra (pysyncobj) stops start-up in one line."""
+    try:
+        importlib.import_module("pysyncobj")
+    except ImportError as e:
+        raise missing_extra("the controller", "controller", e) from None
+    from rmqtx.controller.config import ControllerConfig
+    from rmqtx.controller.service import ControllerService
+
+    try:
+        return ControllerService(ControllerConfig.from_properties(props))
+    except ValueError as e:
+        raise StartupError(str(e)) from None
+
+
 def make_namesrv(props: dict[str, str]) -> "NamesrvService":
     from rmqtx.namesrv.config import NamesrvConfig
     from rmqtx.namesrv.service import NamesrvService
