@@ -267,3 +267,82 @@ class ControllerModeGroup:
         self.namesrv_jvm.stop()
         self.controllers.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, after: int = 100,
+                 resume_timeout: float = 60.0) -> dict[str, object]:
+    """SYNC sends from rmqtx's Python client; ``kill -9`` of the master once ``before`` are acked; sends go on
+    until ``after`` more are acked; then every acked message is read back from the new master at the queue
+    and offset its ack named. Returns the figures (seconds from the kill to the first acked send, acked, lost)."""
+    import threading
+
+    from rmqtx.client.blocking import BlockingProducer, BlockingPullConsumer
+    from rmqtx.client.config import ClientConfig
+    from rmqtx.client.message import PullStatus, SendStatus
+
+    config = ClientConfig(namesrv_addr=group.namesrv, poll_namesrv_interval=1.0, rpc_timeout=3.0)
+    acked: dict[tuple[int, int], bytes] = {}  # (queueId, queueOffset) -> body
+    failures: list[str] = []
+    killed_at: list[float] = []
+    first_after: list[float] = []
+    stop = threading.Event()
+    old_id, old_addr, old_epoch = group.wait_master(30)
+    producer = BlockingProducer(group.namesrv, "rmqtx-failover-producer", config=config, retry_times=0)
+    producer.start()
+
+    def send_loop() -> None:
+        i = 0
+        while not stop.is_set():
+            body = f"failover-{i}".encode()
+            i += 1
+            began = time.monotonic()
+            try:
+                result = producer.send(topic, body)
+            except Exception as e:  # a refused or timed out send is not acked: go on, as an application would
+                failures.append(type(e).__name__)
+                time.sleep(0.05)
+                continue
+            if result.send_status is not SendStatus.SEND_OK:
+                failures.append(result.send_status.name)
+                continue
+            if killed_at and began > killed_at[0] and not first_after:
+                first_after.append(time.monotonic())
+            acked[(result.message_queue.queue_id, result.queue_offset)] = body
+
+    sender = threading.Thread(target=send_loop, daemon=True)
+    sender.start()
+    try:
+        wait_until(lambda: len(acked) >= before, 60, f"{before} acked sends before the kill", step=0.05)
+        acked_before = len(acked)
+        group.broker_at(old_addr).kill9()
+        killed_at.append(time.monotonic())
+        new_id, new_addr, new_epoch = group.wait_master(resume_timeout, other_than=old_addr)
+        elected_in = time.monotonic() - killed_at[0]
+        wait_until(lambda: len(acked) >= acked_before + after, resume_timeout, f"{after} acked sends after the kill",
+                   step=0.05)
+    finally:
+        stop.set()
+        sender.join(15)
+        producer.shutdown()
+    resumed_in = first_after[0] - killed_at[0]
+    consumer = BlockingPullConsumer(group.namesrv, "rmqtx-failover-reader", config=config)
+    consumer.start()
+    found: dict[tuple[int, int], bytes] = {}
+    try:
+        for mq in consumer.queues(topic):
+            offset = 0
+            while True:
+                result = consumer.pull(mq, offset, 32)
+                if result.status is not PullStatus.FOUND or not result.messages:
+                    break
+                for msg in result.messages:
+                    found[(mq.queue_id, msg.queue_offset)] = msg.body
+                offset = result.next_begin_offset
+    finally:
+        consumer.shutdown()
+    lost = sorted(k for k in acked if k not in found)
+    changed = sorted(k for k in acked if k in found and found[k] != acked[k])
+    return {"old_master": old_id, "new_master": new_id, "master_epoch": [old_epoch, new_epoch],
+            "elected_s": round(elected_in, 2), "resumed_s": round(resumed_in, 2), "acked": len(acked),
+            "lost": len(lost), "changed": len(changed), "failed_sends": len(failures), "read": len(found),
+            "lost_keys": lost[:10], "new_master_addr": new_addr}
