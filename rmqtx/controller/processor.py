@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Protocol
 
 from twisted.internet import defer
 
 from rmqtx.common.fastjson import FastjsonError, loads
 from rmqtx.common.properties import parse_properties
 from rmqtx.controller import headers as h
+from rmqtx.controller.config import ControllerConfig
+from rmqtx.controller.heartbeat import HeartbeatTable
 from rmqtx.controller.replicas import ReplicasInfo, Result
 from rmqtx.remoting import RemotingCommand, RequestCode, ResponseCode
 from rmqtx.remoting.bodies import BodyError
 from rmqtx.remoting.header import HeaderError
 from rmqtx.remoting.protocol import Dispatcher, RemotingProtocol
-
-if TYPE_CHECKING:
-    from rmqtx.controller.service import ControllerService
 
 #: Keys UPDATE_CONTROLLER_CONFIG may change: only what tunes elections, nothing naming a path, a peer or a port.
 UPDATABLE_KEYS = frozenset({"notifyBrokerRoleChanged", "enableElectUncleanMaster", "electMasterMaxRetryCount"})
@@ -30,8 +29,21 @@ def respond(request: RemotingCommand, result: Result) -> RemotingCommand:
     return response
 
 
+class Node(Protocol):
+    """What the handlers need of the node (rmqtx.controller.service.ControllerService)."""
+
+    config: ControllerConfig
+    heartbeats: HeartbeatTable
+
+    def run(self, check: Callable[[ReplicasInfo], Result]) -> "defer.Deferred[Result]": ...
+
+    def elect(self, header: h.ElectMasterRequestHeader) -> "defer.Deferred[Result]": ...
+
+    def metadata(self) -> h.GetMetaDataResponseHeader: ...
+
+
 class ControllerProcessor:
-    def __init__(self, service: "ControllerService") -> None:
+    def __init__(self, service: Node) -> None:
         self.service = service
 
     def install(self, dispatcher: Dispatcher) -> None:
