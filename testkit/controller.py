@@ -95,8 +95,16 @@ class Controllers:
             return self.leader()
         return str(wait_until(check, timeout, "a controller leader", step=0.2))
 
-    def request(self, code: int, fields: dict | None = None, body: bytes = b"", addr: str | None = None) -> RemotingCommand:
-        return call(addr or self.wait_leader(), RemotingCommand.request(code, fields, body), 5)
+    def request(self, code: int, fields: dict | None = None, body: bytes = b"", addr: str | None = None,
+                timeout: float = 15.0) -> RemotingCommand:
+        """To ``addr``, or to the leader again while the answer is CONTROLLER_NOT_LEADER (a leader can step
+        down between our look-up and the request), as a broker retries against the leader it fetches anew."""
+        deadline = time.monotonic() + timeout
+        while True:
+            resp = call(addr or self.wait_leader(), RemotingCommand.request(code, fields, body), 5)
+            if addr or resp.code != ResponseCode.CONTROLLER_NOT_LEADER or time.monotonic() > deadline:
+                return resp
+            time.sleep(0.2)
 
     def replica_info(self, name: str = BROKER_NAME) -> tuple[dict[str, str], dict]:
         resp = self.request(RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": name})

@@ -60,12 +60,31 @@ class RaftGroup:
         )
         self.sync = SyncObj(self_addr, others, conf=conf, consumers=[self.log])
         self.self_addr = self_addr
+        self._ready_term: int | None = None
+        self._barrier_term: int | None = None
 
     def is_leader(self) -> bool:
-        """Leader, and caught up: every committed entry is applied here, so checks read the whole state."""
-        if not self.sync._isLeader():  # pysyncobj's own (underscored) accessor of its role
+        """Leader, and caught up: an entry of its own term is committed and applied here, so every entry an
+        earlier leader committed is applied too, and checks read the whole state (Raft's rule: a new leader
+        knows what is committed only once one of its own entries is). The first call in a term proposes that
+        empty entry and answers False until it is applied."""
+        sync = self.sync
+        if not sync._isLeader():  # pysyncobj's own (underscored) accessors of its role and term
             return False
-        return bool(self.sync.raftLastApplied >= self.sync.raftCommitIndex)
+        term = sync._getTerm()
+        if self._ready_term == term:
+            return bool(sync.raftLastApplied >= sync.raftCommitIndex)
+        if self._barrier_term != term:
+            self._barrier_term = term
+
+            def applied(result: Any, error: Any, term: int = term) -> None:  # pysyncobj's thread
+                if error == 0:
+                    self._ready_term = term
+                else:
+                    self._barrier_term = None  # try again on the next call
+
+            self.log.commit([], callback=applied)
+        return False
 
     def leader(self) -> str | None:
         node = self.sync._getLeader()
