@@ -47,7 +47,7 @@ BROKER: tuple[Unimplemented, ...] = (
     Unimplemented("authenticationEnabled", _true, f"{_ACL2}: the broker would accept every client unchecked"),
     Unimplemented("authorizationEnabled", _true, f"{_ACL2}: the broker would allow every request"),
     Unimplemented("migrateAuthFromV1Enabled", _true, f"{_ACL2} migration from plain_acl.yml"),
-    Unimplemented("enableControllerMode", _true, "controller mode (5.x automatic master failover)"),
+    Unimplemented("enableControllerMode", _true, "controller mode on an rmqtx broker (5.x automatic master failover; rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
     Unimplemented("enableSlaveActingMaster", _true, "slave-acting-master mode"),
     Unimplemented("enableAutoInSyncReplicas", _true, "automatic in-sync replicas"),
     Unimplemented("allAckInSyncStateSet", _true, "acks from the whole sync-state set (controller mode)"),

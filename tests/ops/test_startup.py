@@ -159,7 +159,8 @@ class StartupFailureTest(unittest.TestCase):
 
     def test_failover_and_replica_settings_stop_start_up(self) -> None:
         conf = self.scratch.dir / "broker.conf"
-        for line, what in (("enableControllerMode=true", "controller mode (5.x automatic master failover)"),
+        for line, what in (("enableControllerMode=true", "controller mode on an rmqtx broker (5.x automatic master failover; "
+                                                         "rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
                            ("enableDLegerCommitLog=true", "DLedger commit log mode"),
                            ("inSyncReplicas=3", "a SYNC_MASTER waiting for more than one slave"),
                            ("storeType=defaultRocksDB",
