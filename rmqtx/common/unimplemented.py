@@ -58,9 +58,7 @@ BROKER: tuple[Unimplemented, ...] = (
 )
 
 #: NameServer keys (Apache 5.x's NamesrvConfig).
-NAMESRV: tuple[Unimplemented, ...] = (
-    Unimplemented("enableControllerInNamesrv", _true, "a controller embedded in the NameServer (controller mode)"),
-)
+NAMESRV: tuple[Unimplemented, ...] = ()  # enableControllerInNamesrv is honoured: the launcher embeds rmqtx.controller
 
 #: The other Apache 5.x keys of the same features: harmless while the features above are off.
 BROKER_COMPANION_KEYS = frozenset(

@@ -60,11 +60,11 @@ class ControllerConfig:
     controllerRaftPortOffset: int = 1
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> "ControllerConfig":
-        """Build from ``key=value`` properties; refuses what it cannot honour, in one line."""
+    def from_properties(cls, props: dict[str, str], file: str = "controller.conf") -> "ControllerConfig":
+        """Build from ``key=value`` properties; refuses what it cannot honour, in one line naming ``file``."""
         for key, (honoured, what) in REFUSED.items():
             if key in props and props[key].strip().lower() != honoured.lower():
-                raise ValueError(f"controller.conf: {key}={props[key].strip()} asks for {what}, which rmqtx does not implement")
+                raise ValueError(f"{file}: {key}={props[key].strip()} asks for {what}, which rmqtx does not implement")
         config = cls()
         types = {f.name: f.type for f in dataclasses.fields(config)}
         for key, raw in props.items():
@@ -75,15 +75,18 @@ class ControllerConfig:
                     log.warn("unknown controller property {key} ignored{hint}", key=key,
                              hint=f" (did you mean {hint[0]}?)" if hint else "")
                 continue
-            setattr(config, key, _convert(str(kind), raw, key))
-        config.peers()  # malformed peers stop start-up here
+            setattr(config, key, _convert(str(kind), raw, f"{file}: {key}"))
+        try:
+            config.peers()  # malformed peers stop start-up here
+        except ValueError as e:
+            raise ValueError(f"{file}: {e}") from None
         return config
 
     def peers(self) -> dict[str, tuple[str, int]]:
         """``controllerDLegerPeers`` as id -> (host, port), in the order given."""
         out: dict[str, tuple[str, int]] = {}
         if not self.controllerDLegerPeers.strip():
-            raise ValueError("controller.conf: controllerDLegerPeers is empty (n0-127.0.0.1:9877;n1-...)")
+            raise ValueError("controllerDLegerPeers is empty (n0-127.0.0.1:9877;n1-...)")
         for item in self.controllerDLegerPeers.split(";"):
             item = item.strip()
             if not item:
@@ -91,10 +94,10 @@ class ControllerConfig:
             node, sep, addr = item.partition("-")
             host, colon, port = addr.rpartition(":")
             if not sep or not colon or not port.isdigit() or not node:
-                raise ValueError(f"controller.conf: controllerDLegerPeers entry {item!r} is not id-host:port")
+                raise ValueError(f"controllerDLegerPeers entry {item!r} is not id-host:port")
             out[node] = (host, int(port))
         if not self.controllerDLegerSelfId or self.controllerDLegerSelfId not in out:
-            raise ValueError(f"controller.conf: controllerDLegerSelfId {self.controllerDLegerSelfId!r} is not one of "
+            raise ValueError(f"controllerDLegerSelfId {self.controllerDLegerSelfId!r} is not one of "
                              f"controllerDLegerPeers ({', '.join(out)})")
         return out
 
@@ -121,5 +124,5 @@ def _convert(kind: str, raw: str, key: str) -> Any:
         try:
             return int(raw)
         except ValueError:
-            raise ValueError(f"controller.conf: {key}: not an integer: {raw!r}") from None
+            raise ValueError(f"{key}: not an integer: {raw!r}") from None
     return raw

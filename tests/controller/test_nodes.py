@@ -213,3 +213,36 @@ class StartupTest(unittest.TestCase):
         self.assertTrue(proc.stderr.startswith("rmqtx: cannot start: the controller needs the 'controller' extra: "
                                                "pip install 'rmqtx[controller]'"), proc.stderr)
         self.assertEqual(proc.stderr.count("\n"), 1)
+
+
+class EmbeddedInNamesrvTest(unittest.TestCase):
+    def test_namesrv_with_enable_controller_in_namesrv(self) -> None:
+        from testkit.controller import controller_port
+        from testkit.ha import Proc
+        from testkit.ports import free_port
+
+        tmp = tempfile.TemporaryDirectory(prefix="rmqtx-ctl-ns-")
+        self.addCleanup(tmp.cleanup)
+        root = Path(tmp.name)
+        ns_port, ctl_port = free_port(), controller_port()
+        conf = root / "namesrv.conf"
+        conf.write_text(f"listenPort={ns_port}\nlistenAddress=127.0.0.1\nkvConfigPath={root / 'kv.json'}\n"
+                        f"enableControllerInNamesrv=true\ncontrollerDLegerGroup=ns-group\n"
+                        f"controllerDLegerPeers=n0-127.0.0.1:{ctl_port}\ncontrollerDLegerSelfId=n0\n"
+                        f"controllerStorePath={root / 'controller'}\n")
+        proc = Proc(root, "namesrv")
+        proc.spawn(["rmqnamesrv", "-c", str(conf)])
+        self.addCleanup(proc.stop)
+        ctl = f"127.0.0.1:{ctl_port}"
+
+        def leads() -> bool:
+            if not proc.alive():
+                raise AssertionError(proc.log())
+            resp = call(ctl, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO), 2)
+            return (resp.ext_fields or {}).get("isLeader") == "true"
+        wait_until(leads, 20, "the embedded controller to lead its one-node group")
+        ns = call(f"127.0.0.1:{ns_port}", RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), 2)
+        self.assertEqual(ns.code, ResponseCode.SUCCESS)
+        nxt = call(ctl, RemotingCommand.request(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, {"clusterName": "c", "brokerName": "b"}))
+        self.assertEqual((nxt.code, nxt.ext_fields["nextBrokerId"]), (ResponseCode.SUCCESS, "1"))
+        self.assertNotIn("unknown name server property", proc.log())
