@@ -53,6 +53,7 @@ class ControllerService(service.Service):
         self.port: IListeningPort | None = None
         self._writes = defer.DeferredLock()
         self._loops: list[task.LoopingCall] = []
+        self._leading_since: float | None = None
 
     # -- lifecycle ----------------------------------------------------------------------------------
     def startService(self) -> None:
@@ -145,7 +146,15 @@ class ControllerService(service.Service):
             self.on_broker_inactive(name, broker_id)
 
     def scan_inactive_masters(self) -> None:
+        """Groups whose master is silent while a replica beats get an election; not in a node's first
+        interval as leader, while the brokers' first heartbeats reach it (Apache delays this scan as much)."""
         if self.raft is None or not self.is_leader():
+            self._leading_since = None
+            return
+        now = self.reactor.seconds()
+        if self._leading_since is None:
+            self._leading_since = now
+        if now - self._leading_since < self.config.scanInactiveMasterInterval / 1000.0:
             return
         for name in self.raft.read(lambda s: s.sets_needing_election(self.heartbeats.is_alive)):
             self.trigger_election(name)
