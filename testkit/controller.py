@@ -112,6 +112,13 @@ class Controllers:
             return {}, {}
         return dict(resp.ext_fields or {}), loads(resp.body) if resp.body else {}
 
+    def events(self) -> str:
+        """The nodes' log lines about brokers and elections, for a failing test's message."""
+        words = ("elected", "missed its heartbeats", "connection closed", "no new master", "boot success")
+        return "\n".join(f"{node.name}: {line}" for node in self.nodes.values()
+                         for line in node.log_path.read_text(errors="replace").splitlines()
+                         if any(w in line for w in words)) if self.nodes else ""
+
     def stop(self) -> None:
         for node in self.nodes.values():
             node.stop()

@@ -1,8 +1,8 @@
 """Apache 5.4.0 brokers in controller mode under three rmqtx controllers: they take broker ids, register, one
 is elected master and the sync-state set grows to all three; Apache's mqadmin 5.4.0 reads the controllers;
-an admin election moves the master; ``kill -9`` of the master under SYNC sends from rmqtx's Python client gets
-a new master from the sync-state set, sends resume, and every acked message is read back from the new master
-at the queue offset its ack named.
+``kill -9`` of the master under SYNC sends from rmqtx's Python client gets a new master from the sync-state
+set, sends resume, and every acked message is read back from the new master at the queue offset its ack
+named; then mqadmin's electMaster moves the master to the other in-sync broker.
 
 Trial-only in CI (four JVMs for about two minutes): the pytest env ignores this file.
 """
@@ -29,13 +29,13 @@ def _classpath() -> None:
 
 
 class ApacheBrokersUnderRmqtxControllers(unittest.TestCase):
-    def test_register_admin_elect_and_failover(self) -> None:
+    def test_register_admin_failover_and_admin_elect(self) -> None:
         _classpath()
         group = ControllerModeGroup().start()
         self.addCleanup(group.close)
         wait_until(lambda: len(group.sync_state_set()) == 3, 60, "all three brokers in the sync-state set", step=0.5)
         master_id, master_addr, epoch = group.master() or (0, "", 0)
-        self.assertEqual(epoch, 1)
+        self.assertGreaterEqual(epoch, 1, group.controllers.events())
         leader = group.controllers.wait_leader()
 
         commands = {
@@ -50,21 +50,23 @@ class ApacheBrokersUnderRmqtxControllers(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, f"{name}: {proc.stdout}{proc.stderr}")
         self.assertIn(f"#ControllerLeaderAddress\t{leader}\n", out["meta"].stdout)
         self.assertIn("\n#ControllerGroup\trmqtx-controllers\n", out["meta"].stdout)
-        self.assertIn(f"#MasterBrokerId\t{master_id}\n#MasterAddr\t{master_addr}\n#MasterEpoch\t1\n", out["sss"].stdout)
+        self.assertIn(f"#MasterBrokerId\t{master_id}\n#MasterAddr\t{master_addr}\n#MasterEpoch\t{epoch}\n", out["sss"].stdout)
         self.assertIn("#SyncStateSetNums\t3\n", out["sss"].stdout)
         self.assertEqual(out["config"].stdout.count("controllerDLegerGroup"), 3, out["config"].stdout)  # one block per node
-        self.assertEqual(out["epoch"].stdout.count("EpochEntry{epoch=1, startOffset=0"), 3, out["epoch"].stdout)
+        self.assertEqual(out["epoch"].stdout.count("#Epoch: EpochEntry{epoch="), 3, out["epoch"].stdout)
 
-        # an admin election moves the master to a designated slave; the brokers switch roles on the notification
-        target = next(i for i in group.sync_state_set() if i != master_id)
-        mqadmin("electMaster", "-a", leader, "-b", str(target), "-bn", BROKER_NAME, "-c", CLUSTER)
-        moved = group.wait_master(30, other_than=master_addr)
-        self.assertEqual((moved[0], moved[2]), (target, 2))
         group.create_topic(TOPIC)
-        wait_until(lambda: len(group.sync_state_set()) == 3, 90, "the sync-state set whole again", step=0.5)
-
         figures = failover_run(group, TOPIC, before=150, after=100)
-        self.assertNotEqual(figures["new_master"], target)
-        self.assertEqual(figures["master_epoch"], [2, 3])
+        self.assertNotEqual(figures["new_master"], master_id)
+        self.assertEqual(figures["master_epoch"], [epoch, epoch + 1], group.controllers.events())
         self.assertEqual((figures["lost"], figures["changed"]), (0, 0), figures)
         self.assertLess(float(figures["resumed_s"]), 30.0, figures)  # type: ignore[arg-type]
+
+        # an admin election moves the master to the designated other in-sync broker (mqadmin then fails to
+        # print the answer: docs/controller.md)
+        new_addr = str(figures["new_master_addr"])
+        wait_until(lambda: len(group.sync_state_set()) >= 2, 60, "the surviving slave back in the sync-state set", step=0.5)
+        target = next(i for i in group.sync_state_set() if i != figures["new_master"])
+        mqadmin("electMaster", "-a", group.controllers.wait_leader(), "-b", str(target), "-bn", BROKER_NAME, "-c", CLUSTER)
+        moved = group.wait_master(30, other_than=new_addr)
+        self.assertEqual((moved[0], moved[2]), (target, epoch + 2))
