@@ -21,7 +21,7 @@ from twisted.python.failure import Failure
 from rmqtx.common.fastjson import JavaSet, dumps, loads
 from rmqtx.controller import headers as h
 from rmqtx.controller.config import ControllerConfig
-from rmqtx.controller.heartbeat import HeartbeatTable
+from rmqtx.controller.heartbeat import DEFAULT_TIMEOUT_MS, HeartbeatTable
 from rmqtx.controller.processor import ControllerProcessor
 from rmqtx.controller.raft import NotLeader, RaftGroup
 from rmqtx.controller.replicas import ReplicasInfo, Result
@@ -146,15 +146,17 @@ class ControllerService(service.Service):
             self.on_broker_inactive(name, broker_id)
 
     def scan_inactive_masters(self) -> None:
-        """Groups whose master is silent while a replica beats get an election; not in a node's first
-        interval as leader, while the brokers' first heartbeats reach it (Apache delays this scan as much)."""
+        """Groups whose master is silent while a replica beats get an election. Not in a node's first
+        heartbeat timeout as leader (10 s, or scanInactiveMasterInterval if longer): a node that just took
+        over may not have heard a live master yet (a broker beats only the controllers that answered it),
+        and electing then would depose it. A master whose connection closes is replaced at once all the same."""
         if self.raft is None or not self.is_leader():
             self._leading_since = None
             return
         now = self.reactor.seconds()
         if self._leading_since is None:
             self._leading_since = now
-        if now - self._leading_since < self.config.scanInactiveMasterInterval / 1000.0:
+        if now - self._leading_since < max(self.config.scanInactiveMasterInterval, DEFAULT_TIMEOUT_MS) / 1000.0:
             return
         for name in self.raft.read(lambda s: s.sets_needing_election(self.heartbeats.is_alive)):
             self.trigger_election(name)
