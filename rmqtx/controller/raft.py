@@ -19,6 +19,10 @@ from rmqtx.controller.replicas import Event, ReplicasInfo
 from pysyncobj import SyncObj, SyncObjConf, SyncObjConsumer, replicated  # the 'controller' extra
 
 
+#: A commit not applied by then fails (Apache's controller waits as long for DLedger); the write lock is freed.
+COMMIT_TIMEOUT_S = 5.0
+
+
 class NotLeader(Exception):
     """This node is not the Raft leader (or lost leadership before the commit)."""
 
@@ -101,14 +105,24 @@ class RaftGroup:
             d.errback(NotLeader())
             return d
 
-        def done(result: Any, error: Any) -> None:  # pysyncobj's thread
+        def fire(result: Any, error: Any) -> None:  # the reactor's thread
+            if d.called:  # timed out meanwhile
+                return
             if error == 0:
-                self.reactor.callFromThread(d.callback, result)
+                d.callback(result)
             else:
-                self.reactor.callFromThread(d.errback, NotLeader(f"commit failed: pysyncobj error {error}"))
+                d.errback(NotLeader(f"commit failed: pysyncobj error {error}"))
+
+        def done(result: Any, error: Any) -> None:  # pysyncobj's thread
+            self.reactor.callFromThread(fire, result, error)
+
+        def timed_out(failure: Any) -> Any:
+            failure.trap(defer.TimeoutError)
+            raise NotLeader(f"no commit in {COMMIT_TIMEOUT_S} s")
 
         self.log.commit(events, callback=done)
-        return d
+        d.addTimeout(COMMIT_TIMEOUT_S, self.reactor)
+        return d.addErrback(timed_out)
 
     def status(self) -> dict[str, Any]:
         return dict(self.sync.getStatus())
