@@ -59,7 +59,9 @@ class RaftGroup:
             fullDumpFile=os.path.join(store_dir, "raft.dump"),
             useFork=False,  # no fork of a process that runs a reactor; the state is small
             dynamicMembershipChange=False,
-            raftMinTimeout=0.4, raftMaxTimeout=1.4,
+            # pysyncobj's 0.4-1.4 s election timeouts flap on a busy machine (its thread shares the GIL with the
+            # reactor); a controller leader change costs brokers nothing while their master lives
+            raftMinTimeout=1.0, raftMaxTimeout=3.0,
             bindAddress=self_addr,
         )
         self.sync = SyncObj(self_addr, others, conf=conf, consumers=[self.log])
