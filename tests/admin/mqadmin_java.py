@@ -1,6 +1,7 @@
-"""Run Apache's own ``mqadmin`` (MQAdminStartup from rocketmq-tools 4.9.8, resolved by Maven) as subprocesses.
+"""Run Apache's own ``mqadmin`` (MQAdminStartup from rocketmq-tools, resolved by Maven) as subprocesses.
 
-The classpath comes from ``tests/admin/java/pom.xml`` once per process. Each command gets a fresh JVM
+Two versions: 4.9.8 (``tests/admin/java/pom.xml``) and 5.5.0, the newest 5.x Maven Central serves
+(``tests/admin/java5/pom.xml``). Each classpath is asked of Maven once per process. Each command gets a fresh JVM
 with its home, tmp dir and logs in a temp dir (it writes message bodies and consumerStatus files
 there, never under ``~`` or ``/tmp/rocketmq``). Without Java or Maven the tests skip, except under
 CI (``CI`` set), where that is a failure.
@@ -21,7 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-POM = Path(__file__).with_name("java") / "pom.xml"
+#: rocketmq-tools version -> the pom whose runtime classpath is that mqadmin
+POMS = {"4.9.8": Path(__file__).with_name("java") / "pom.xml", "5.5.0": Path(__file__).with_name("java5") / "pom.xml"}
 MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
 #: mqadmin prints failures (stack traces, "CODE: n DESC: ...") and still exits 0.
 FAILURE_TEXT = re.compile(r"\w*Exception\b|^\s+at [\w.$]+\(|(?i:\berror\b)|\bCODE: \d+", re.MULTILINE)
@@ -39,7 +41,7 @@ JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xs
 LOGBACK = '<configuration><root level="OFF"/></configuration>\n'
 
 _lock = threading.Lock()
-_classpath: str | None = None
+_classpaths: dict[str, str] = {}
 
 
 def in_ci() -> bool:
@@ -69,22 +71,21 @@ def java_binary() -> str:
     return found
 
 
-def classpath() -> str:
-    """rocketmq-tools 4.9.8 and its runtime dependencies, asked of Maven once per process."""
-    global _classpath
+def classpath(version: str = "4.9.8") -> str:
+    """rocketmq-tools ``version`` and its runtime dependencies, asked of Maven once per process."""
     with _lock:
-        if _classpath is None:
-            _classpath = _resolve()
-        return _classpath
+        if version not in _classpaths:
+            _classpaths[version] = _resolve(version)
+        return _classpaths[version]
 
 
-def _resolve() -> str:
+def _resolve(version: str) -> str:
     mvn = shutil.which("mvn")
     if not mvn:
         raise unavailable("no mvn on PATH (scripts/ensure-interop.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="mqadmin-cp-") as tmp:
         out = os.path.join(tmp, "classpath.txt")
-        argv = [mvn, "-q", "-B", "-f", str(POM), "dependency:build-classpath",
+        argv = [mvn, "-q", "-B", "-f", str(POMS[version]), "dependency:build-classpath",
                 f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=runtime"]
         proc = None
         for offline in (["-o"], []):  # the local repository first; Maven Central when something is missing
@@ -92,10 +93,10 @@ def _resolve() -> str:
             if proc.returncode == 0 and os.path.exists(out):
                 break
         else:
-            raise unavailable(f"Maven could not resolve rocketmq-tools 4.9.8:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+            raise unavailable(f"Maven could not resolve rocketmq-tools {version}:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
         cp = Path(out).read_text().strip()
-    if "rocketmq-tools-4.9.8.jar" not in cp:
-        raise AssertionError(f"classpath lacks rocketmq-tools 4.9.8: {cp}")
+    if f"rocketmq-tools-{version}.jar" not in cp:
+        raise AssertionError(f"classpath lacks rocketmq-tools {version}: {cp}")
     return cp
 
 
@@ -117,9 +118,9 @@ class Run:
 class MQAdmin:
     """``mqadmin SUBCOMMAND ... -n NAMESRV`` in fresh JVMs sharing one temp home."""
 
-    def __init__(self, namesrv: str, parallel: int | None = None, timeout: float = 90) -> None:
+    def __init__(self, namesrv: str, parallel: int | None = None, timeout: float = 90, version: str = "4.9.8") -> None:
         self.java = java_binary()
-        self.cp = classpath()
+        self.cp = classpath(version)
         self.namesrv = namesrv
         self.parallel = parallel or default_parallel()
         self.timeout = timeout

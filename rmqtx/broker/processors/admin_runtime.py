@@ -137,6 +137,8 @@ class RuntimeAdminProcessor:
                 "putTps": stats.broker_puts.rates(up),
                 "getMissTps": stats.gets_missed.rates(up),
                 "getTransferedTps": stats.gets_transferred.rates(up),
+                # 5.x's spelling of the same figure (its mqadmin exportMetrics reads this one)
+                "getTransferredTps": stats.gets_transferred.rates(up),
                 "getTotalTps": stats.get_total_rates(up),
                 "getFoundTps": stats.gets_found.rates(up),
                 "putMessageTimesTotal": str(puts),
