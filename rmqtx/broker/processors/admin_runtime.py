@@ -174,6 +174,15 @@ class RuntimeAdminProcessor:
                 "queryThreadPoolQueueHeadWaitTimeMills": zero,
                 "EndTransactionQueueSize": zero,
                 "EndTransactionThreadPoolQueueCapacity": "100000",
+                # 5.x's keys: its mqadmin clusterList prints #ACTIVATED from brokerActive (a master runs the
+                # schedule and transaction-check services; a slave outside controller mode does not)
+                "brokerActive": "false" if cfg.brokerRole == "SLAVE" else "true",
+                "litePullThreadPoolQueueSize": zero,
+                "litePullThreadPoolQueueCapacity": "100000",
+                "litePullThreadPoolQueueHeadWaitTimeMills": zero,
+                "ackThreadPoolQueueSize": zero,
+                "ackThreadPoolQueueCapacity": "100000",
+                "ackThreadPoolQueueHeadWaitTimeMills": zero,
             }
         )
         for level, delivered in sorted(self.ctx.schedule.offsets.items()):
