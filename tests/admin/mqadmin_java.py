@@ -86,16 +86,16 @@ def classpath(version: str = "4.9.8") -> str:
 
 
 def batch_classes(version: str) -> str:
-    """The directory holding MQAdminBatch compiled against rocketmq-tools ``version`` (javac, once per process)."""
+    """The directory holding MQAdminBatch compiled against rocketmq-tools ``version`` (once per process: the
+    source launcher would compile it again in every JVM)."""
     cp = classpath(version)  # takes the lock itself
     with _lock:
         if version not in _batch_classes:
-            javac = shutil.which("javac") or (os.path.join(os.environ["JAVA_HOME"], "bin", "javac") if os.environ.get("JAVA_HOME") else None)
-            if not javac:
-                raise unavailable("no javac on PATH (a JDK, not only a JRE: scripts/ensure-java.sh installs one)")
             out = tempfile.mkdtemp(prefix="mqadmin-batch-")
             atexit.register(shutil.rmtree, out, True)
-            proc = subprocess.run([javac, "-nowarn", "-d", out, "-cp", cp, str(BATCH_SOURCE)],
+            # the java binary's own compiler module (as tests/security/acl_support.py): no javac on PATH needed
+            proc = subprocess.run([java_binary(), "-m", "jdk.compiler/com.sun.tools.javac.Main", "-nowarn", "-d", out, "-cp", cp,
+                                   str(BATCH_SOURCE)],
                                   capture_output=True, text=True, timeout=300)
             if proc.returncode != 0:
                 raise AssertionError(f"javac MQAdminBatch.java failed:\n{proc.stdout}{proc.stderr}")

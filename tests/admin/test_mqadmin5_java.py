@@ -23,6 +23,7 @@ Three kinds of subcommand (docs/mqadmin5.md lists each one):
 
 from __future__ import annotations
 
+import atexit
 import json
 import re
 import time
@@ -62,23 +63,31 @@ WITHOUT_FEATURE: dict[str, tuple[str, str]] = {
 
 
 class MQAdmin5Test(unittest.TestCase):
+    """trial runs no class fixtures: the first setUp starts the shared standalone there, and it is stopped
+    at tearDownClass (pytest) or when the process ends (trial)."""
+
     server: Standalone
     mqadmin: MQAdmin
+    _started_for: type | None = None
 
     @classmethod
     def setUpClass(cls) -> None:
         java_binary(), classpath(VERSION)  # skip (or fail in CI) before starting anything
         cls.server = Standalone({"brokerClusterName": CLUSTER, "brokerName": BROKER}).start()
-        try:
-            cls.mqadmin = MQAdmin(cls.server.namesrv, version=VERSION)
-        except BaseException:
-            cls.server.close()
-            raise
+        cls._started_for = cls
+        atexit.register(cls.tearDownClass)
+        cls.mqadmin = MQAdmin(cls.server.namesrv, version=VERSION)
 
     @classmethod
     def tearDownClass(cls) -> None:
-        cls.mqadmin.close()
-        cls.server.close()
+        if cls._started_for is cls:
+            cls._started_for = None
+            cls.mqadmin.close()
+            cls.server.close()
+
+    def setUp(self) -> None:
+        if type(self)._started_for is not type(self):
+            type(self).setUpClass()
 
     def ok(self, run: Run) -> str:
         """The command succeeded: exit 0 and no exception or error code anywhere in its output."""
