@@ -31,6 +31,40 @@ public class MQAdminBatch {
     /** The status of the last System.exit call (main0 catches the exception that stops it). */
     static volatile Integer exitStatus;
 
+    /**
+     * Each subcommand ends with the client's shutdown, which joins its NettyEventExecutor thread; that
+     * thread waits for events in 3 s polls and sees the stop only when a poll ends, so a shutdown took up
+     * to 3 s (a mqadmin JVM of its own pays the same before it exits). While the main thread is in that
+     * join, this daemon interrupts the executor's poll: its loop catches the interruption and ends.
+     */
+    static void startShutdownNudger(Thread main) {
+        Thread nudger = new Thread(() -> {
+            while (true) {
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                boolean joining = false;
+                for (StackTraceElement frame : main.getStackTrace()) {
+                    if (frame.getClassName().equals("org.apache.rocketmq.common.ServiceThread") && frame.getMethodName().equals("shutdown")) {
+                        joining = true;
+                        break;
+                    }
+                }
+                if (joining) {
+                    for (Thread t : Thread.getAllStackTraces().keySet()) {
+                        if (t.getName().equals("NettyEventExecutor")) {
+                            t.interrupt();
+                        }
+                    }
+                }
+            }
+        }, "shutdown-nudger");
+        nudger.setDaemon(true);
+        nudger.start();
+    }
+
     @SuppressWarnings("removal")
     public static void main(String[] args) throws Exception {
         PrintStream realOut = System.out;
@@ -46,6 +80,7 @@ public class MQAdminBatch {
                 throw new ExitCalled(status);
             }
         });
+        startShutdownNudger(Thread.currentThread());
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
