@@ -27,6 +27,7 @@ ALLOWED_IGNORES = {
     "tests/spark_cluster": "a standalone Spark cluster (master, two workers) and an Apache broker group take minutes: once, in the trial env",
     "tests/ha/test_mixed_java.py": "master/slave pairs with the Apache 4.9.8 broker, kill -9 included, take two minutes: once, in the trial env",
     "tests/admin/test_mqadmin_java.py": "Apache's mqadmin 4.9.8, one JVM per subcommand, takes two to three minutes: once, in the trial env",
+    "tests/admin/test_mqadmin5_java.py": "Apache's mqadmin 5.5.0, 70 subcommands in a few JVMs, takes about a minute: once, in the trial env",
     "tests/grpc/test_vs_apache.py": "Apache 5.4.0's NameServer and Proxy, two JVMs started and stopped, about a minute: once, in the trial env",
     "tests/security/test_acl2_vs_apache.py": "ACL 2.0 against Apache 5.4.0's broker and its mqadmin and client (three JVMs, a minute and a half): once, in the trial env",
 }
