@@ -2,6 +2,13 @@
 
     python benchmarks/vs_java.py [--quick] [--threads 8,64] [--flush ASYNC_FLUSH,SYNC_FLUSH]
                                  [--seconds N] [--consume-seconds N] [--repeat N] [--rmqtx-brokers N]
+                                 [--busy spin8,jvm8 [--no-quiet]]
+
+``--busy`` adds busy cells: the same cells again with a fixed background started beside each server
+alike (``spinN``: N spinning processes; ``jvmN``: a JVM of N threads churning its heap, see
+``benchmarks/busy/Churn.java``). The table reports, per cell, the share of a core each server used
+while the Producer ran and the sends one second of server CPU carries, from which a many-core host
+can be projected (rmqtx's one broker process is bounded by one core; ``--rmqtx-brokers N`` by N).
 
 ``--rmqtx-brokers N`` runs rmqtx as ``rmqstandalone --brokers N`` (the topic gets its queues on every
 group, the server CPU figures add the groups' processes) against one Java broker.
@@ -388,17 +395,49 @@ def common_drain(results: list[dict]) -> None:
     The faster sender leaves a larger backlog, and a longer drain reaches a higher rate (the client
     ramps up), so comparing each over its own backlog would favour it."""
     for r in results:
-        pair = [o for o in results if (o["flush"], o["threads"], o["rep"]) == (r["flush"], r["threads"], r["rep"])]
+        key = ("busy", "flush", "threads", "rep")
+        pair = [o for o in results if all(o[k] == r[k] for k in key)]
         r["drain_over"] = min(o["backlog"] for o in pair)
         r["drain_tps"] = drain_rate(r["samples"], r["drain_over"])
 
 
-def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: float, consume_s: float) -> dict:
+# ---------------------------------------------------------------- busy cells: a fixed background beside either server
+
+CHURN = REPO / "benchmarks" / "busy" / "Churn.java"
+SPIN = "while True: pass"
+#: ``--busy`` names: a background of a fixed size, started the same way beside each server (after it is up,
+#: before the Producer) and stopped after the Consumer. ``spinN``: N Python processes spinning (the
+#: kernel shares the cores among them and the servers' threads); ``jvmN``: one JVM running
+#: ``benchmarks/busy/Churn.java`` with N threads allocating and hashing 80 ms of every 100 ms, its
+#: collector threads included (a build or JVM test suite beside the broker).
+BUSY_HELP = "comma-separated busy cells beside the quiet ones: spinN (N spinning processes), jvmN (a JVM, N threads)"
+
+
+def busy_cmds(kind: str) -> list[list[str]]:
+    """The commands of one background, from its ``--busy`` name."""
+    match = re.fullmatch(r"(spin|jvm)(\d+)", kind)
+    if not match or int(match.group(2)) < 1:
+        raise ValueError(f"unknown busy cell {kind!r}: spinN or jvmN, N >= 1")
+    count = int(match.group(2))
+    if match.group(1) == "spin":
+        return [[sys.executable, "-c", SPIN] for _ in range(count)]
+    return [[java_bin(), "-Xms256m", "-Xmx256m", "-XX:+UseParallelGC", str(CHURN), str(count), "80", "20"]]
+
+
+def start_busy(kind: str, tmp: Path) -> list[subprocess.Popen]:
+    if kind == "quiet":
+        return []
+    return [spawn(cmd, tmp / f"busy-{i}.out") for i, cmd in enumerate(busy_cmds(kind))]
+
+
+def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: float, consume_s: float,
+             busy: str = "quiet") -> dict:
     """One fresh server: start, produce for ``send_s``, drain with the Consumer, stop. Returns the figures."""
     tmp = Path(tempfile.mkdtemp(prefix=f"vsjava-{impl}-"))
     server = None
     producer = consumer = None
     sampler = None
+    background: list[subprocess.Popen] = []
     try:
         for attempt in (1, 2):  # a port another job took between our check and the bind: once more, new ports
             try:
@@ -415,6 +454,9 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         sampler.start()
         create_topic(server)
         conns = [Conn(addr) for addr in server.groups or [server.broker]]
+        background = start_busy(busy, tmp)
+        if background:
+            time.sleep(2.0)  # the background at its steady level before the clock starts
         cpu0 = cpu_seconds(server.pids())
         busy0 = machine_busy()
         out = tmp / "producer.out"
@@ -430,11 +472,13 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         if producer.poll() is not None:
             raise RuntimeError(f"Producer exited with {producer.returncode}: {out.read_text()[-2000:]}")
         client_cpu = cpu_seconds([producer.pid])
+        send_wall = time.monotonic() - producer_t0
         client_pct = 100.0 * client_cpu / max(time.monotonic() - producer_t0, 1e-3)
         busy1 = machine_busy()
         stop(producer)
         time.sleep(0.5)  # the last answers reach the store
         cpu1 = cpu_seconds(server.pids())
+        send_wall += 0.5
         backlog = sum(max_offsets(c) for c in conns)
         sends = [tuple(map(float, m.groups())) for m in SEND_RE.finditer(out.read_text(errors="replace"))]
         if len(sends) < wanted:
@@ -462,7 +506,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
             c.close()
         sampler.done.set()
         return {
-            "impl": impl, "flush": flush, "threads": threads, "start_s": server.start_seconds,
+            "impl": impl, "flush": flush, "threads": threads, "busy": busy, "start_s": server.start_seconds,
             "send_tps": statistics.mean(s[0] for s in kept), "avg_rt_ms": statistics.mean(s[2] for s in kept),
             "best_send_tps": max(s[0] for s in kept),
             "client_cpu_us_per_msg": client_cpu / max(backlog, 1) * 1e6, "client_cpu_pct": client_pct,
@@ -472,6 +516,8 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
             "apache_consume_tps": max(windows) if windows else float("nan"),
             "apache_lower_bound": bool(windows) and max(windows) * 9 >= 0.9 * backlog,
             "rss_mb": sampler.peak_kb / 1024, "cpu_us_per_msg": (cpu1 - cpu0) / max(backlog, 1) * 1e6,
+            "server_core_pct": 100.0 * (cpu1 - cpu0) / max(send_wall, 1e-3),
+            "msgs_per_core_s": backlog / max(cpu1 - cpu0, 1e-6),
             "consume_cpu_us_per_msg": (cpu2 - cpu1) / max(drained, 1) * 1e6,
             "consume_s": time.monotonic() - began,
             "consumer_cpu_us_per_msg": consumer_cpu / max(drained, 1) * 1e6,
@@ -482,6 +528,8 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
             sampler.done.set()
         stop(producer)
         stop(consumer)
+        for proc in background:
+            stop(proc, grace=2.0)
         if server is not None:
             server.close()
         if KEEP:
@@ -504,6 +552,8 @@ METRICS = [  # key, label, format
     ("rss_mb", "server peak RssAnon, MB (Java: broker+namesrv)", "{:,.0f}"),
     ("start_s", "start to listening + route served, s", "{:.2f}"),
     ("cpu_us_per_msg", "server CPU per sent message, µs", "{:.0f}"),
+    ("server_core_pct", "server CPU during the sends, % of one core (all its processes and threads)", "{:.0f}"),
+    ("msgs_per_core_s", "sends per second of server CPU: TPS one core would carry, projecting N cores", "{:,.0f}"),
     ("consume_cpu_us_per_msg", "server CPU per consumed message, µs", "{:.1f}"),
     ("client_cpu_us_per_msg", "Apache Producer's own CPU per sent message (same JVM both sides), µs", "{:.0f}"),
     ("client_cpu_pct", "Apache Producer's own CPU over its run (JVM start included), % of one core", "{:.0f}"),
@@ -518,18 +568,18 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
-def table(results: list[dict], plan: list[tuple[str, int]]) -> str:
+def table(results: list[dict], plan: list[tuple[str, str, int]]) -> str:
     common_drain(results)
-    lines = ["| flush | threads | metric | Java 4.9.8 | rmqtx | rmqtx/Java |", "|---|---|---|---|---|---|"]
-    for flush, threads in plan:
-        cell = [r for r in results if r["flush"] == flush and r["threads"] == threads]
+    lines = ["| beside | flush | threads | metric | Java 4.9.8 | rmqtx | rmqtx/Java |", "|---|---|---|---|---|---|---|"]
+    for busy, flush, threads in plan:
+        cell = [r for r in results if r["busy"] == busy and r["flush"] == flush and r["threads"] == threads]
         for key, label, fmt in METRICS:
             java = median([r[key] for r in cell if r["impl"] == "java"])
             ours = median([r[key] for r in cell if r["impl"] == "rmqtx"])
             marks = {impl: "≥" if key == "apache_consume_tps" and any(
                 r["apache_lower_bound"] for r in cell if r["impl"] == impl) else "" for impl in ("java", "rmqtx")}
             ratio = f"{ours / java:.2f}" if java and java == java and ours == ours and key != "drain_over" else "–"
-            lines.append(f"| {flush} | {threads} | {label} | {marks['java']}{fmt.format(java)} | "
+            lines.append(f"| {busy} | {flush} | {threads} | {label} | {marks['java']}{fmt.format(java)} | "
                          f"{marks['rmqtx']}{fmt.format(ours)} | {ratio} |")
     return "\n".join(lines)
 
@@ -549,6 +599,8 @@ def main() -> None:
     parser.add_argument("--only", choices=["java", "rmqtx"], help="run one side only (no ratios)")
     parser.add_argument("--rmqtx-brokers", type=int, default=1,
                         help="rmqtx as rmqstandalone --brokers N (the topic gets its queues on each group)")
+    parser.add_argument("--busy", default="", help=BUSY_HELP + "; e.g. spin8,jvm8")
+    parser.add_argument("--no-quiet", action="store_true", help="only the --busy cells")
     args = parser.parse_args()
     threads = [int(t) for t in (args.threads or ("64" if args.quick else "8,64")).split(",")]
     flushes = (args.flush or ("ASYNC_FLUSH" if args.quick else "ASYNC_FLUSH,SYNC_FLUSH")).split(",")
@@ -562,6 +614,15 @@ def main() -> None:
     if args.rmqtx_brokers < 1:
         parser.error("--rmqtx-brokers must be 1 or more")
     RMQTX_BROKERS = args.rmqtx_brokers
+    busy_cells = [b for b in args.busy.split(",") if b]
+    for busy in busy_cells:
+        try:
+            busy_cmds(busy)
+        except ValueError as exc:
+            parser.error(str(exc))
+    backgrounds = ([] if args.no_quiet else ["quiet"]) + busy_cells
+    if not backgrounds:
+        parser.error("--no-quiet needs --busy")
     signal.signal(signal.SIGTERM, _on_sigterm)
     if args.only != "java":
         compile_rmqtx()
@@ -570,23 +631,24 @@ def main() -> None:
     cmdline = "python " + " ".join(shlex.quote(a) for a in [os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]])
     results: list[dict] = []
     failures: list[str] = []
-    plan = [(f, t) for f in flushes for t in threads]
+    plan = [(b, f, t) for b in backgrounds for f in flushes for t in threads]
     try:
         cps = java_classpaths()
         java_version = subprocess.run([java_bin(), "-version"], capture_output=True, text=True).stderr.splitlines()[0]
         for rep in range(args.repeat):
-            for i, (flush, nthreads) in enumerate(plan):
+            for i, (busy, flush, nthreads) in enumerate(plan):
                 # who goes first flips from cell to cell and from repeat to repeat (ABBA), so drift hits both
                 order = ["java", "rmqtx"] if (i + rep) % 2 == 0 else ["rmqtx", "java"]
                 for impl in order:
                     if args.only and impl != args.only:
                         continue
-                    log(f"{impl} {flush} -w {nthreads} (repeat {rep + 1}/{args.repeat}), load {os.getloadavg()[0]:.2f}")
+                    what = f"{impl} {flush} -w {nthreads} beside {busy}"
+                    log(f"{what} (repeat {rep + 1}/{args.repeat}), load {os.getloadavg()[0]:.2f}")
                     try:
-                        res = run_cell(impl, cps, flush, nthreads, send_s, args.consume_seconds)
+                        res = run_cell(impl, cps, flush, nthreads, send_s, args.consume_seconds, busy)
                     except Exception as exc:  # one failed run (a start timeout on a busy machine) loses that run only
-                        log(f"  {impl} {flush} -w {nthreads} failed: {exc}")
-                        failures.append(f"{impl} {flush} -w {nthreads} (repeat {rep + 1}): {str(exc).splitlines()[0]}")
+                        log(f"  {what} failed: {exc}")
+                        failures.append(f"{what} (repeat {rep + 1}): {str(exc).splitlines()[0]}")
                         continue
                     res["rep"] = rep
                     res["own_drain_tps"] = drain_rate(res["samples"], res["backlog"])

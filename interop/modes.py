@@ -4,6 +4,11 @@
 * ``acl``: ``aclEnable=true`` with :data:`PLAIN_ACL_YML`; cells sign as :data:`USER` (a non-admin account
   with publish and subscribe rights by default), admin scenarios as :data:`ADMIN`, and the runner's own
   requests as :data:`ADMIN`. The ``acl_*`` scenarios use wrong or missing keys and expect Java's refusal.
+* ``acl2``: ACL 2.0 as a RocketMQ 5.3+ user turns it on (``authenticationEnabled``, ``authorizationEnabled``,
+  ``initAuthenticationUser`` making :data:`ADMIN` a Super user, Apache's default and Local providers); the runner then creates :data:`USER` and
+  :data:`READER` as Normal users with the ACLs of :data:`ACL2_POLICIES` through codes 3001/3006, the way
+  ``mqadmin createUser``/``createAcl`` do. Cells sign as in ``acl`` (a 5.x client's ``AclClientRPCHook``
+  and gRPC credentials); refusals carry ACL 2.0's messages.
 * ``tls``: ``tls.server.mode=enforcing`` on both ports (the broker registers over TLS: ``tls.enable``);
   cells connect with TLS. ``tls_plain_client`` checks that a plain client is turned away.
 * ``tls-permissive``: ``tls.server.mode=permissive``: TLS cells work and so does a plain client.
@@ -14,6 +19,7 @@ rmqtx's) do not check it. The keys below are test credentials for loopback broke
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +50,12 @@ accounts:
   admin: true
 """
 
+#: ACL 2.0 policies of the Normal users: resource -> actions, all Allow. The reader may not publish.
+ACL2_POLICIES = {
+    USER: {"Topic:*": ["Pub", "Sub"], "Group:*": ["Sub"]},
+    READER: {"Topic:*": ["Sub"], "Group:*": ["Sub"]},
+}
+
 #: Scenarios that need an admin account under ACL (they create topics).
 ADMIN_SCENARIOS = ("admin_topic",)
 
@@ -56,6 +68,8 @@ def keys(account: tuple[str, str]) -> dict[str, str]:
 class Mode:
     name: str
     acl: bool = False
+    #: 1: plain_acl.yml accounts (aclEnable); 2: ACL 2.0 users and policies (RocketMQ 5.3+).
+    acl_version: int = 1
     tls_server_mode: str = "disabled"
     #: ``python -m interop --mode NAME`` runs these unless --scenarios says otherwise (empty: all).
     scenarios: tuple[str, ...] = ()
@@ -67,7 +81,15 @@ class Mode:
     def server_conf(self, work: Path) -> dict[str, str]:
         """broker.conf entries for a standalone in this mode (files it needs go to ``work``)."""
         conf: dict[str, str] = {}
-        if self.acl:
+        if self.acl and self.acl_version == 2:
+            admin = json.dumps({"username": ADMIN[0], "password": ADMIN[1]})
+            auth = "org.apache.rocketmq.auth"
+            conf.update(authenticationEnabled="true", authorizationEnabled="true", initAuthenticationUser=admin,
+                        authenticationProvider=f"{auth}.authentication.provider.DefaultAuthenticationProvider",
+                        authenticationMetadataProvider=f"{auth}.authentication.provider.LocalAuthenticationMetadataProvider",
+                        authorizationProvider=f"{auth}.authorization.provider.DefaultAuthorizationProvider",
+                        authorizationMetadataProvider=f"{auth}.authorization.provider.LocalAuthorizationMetadataProvider")
+        elif self.acl:
             acl_file = work / "plain_acl.yml"
             acl_file.write_text(PLAIN_ACL_YML)
             conf.update(aclEnable="true", aclFilePath=str(acl_file))
@@ -92,6 +114,19 @@ MODES = {
     "plain": Mode("plain"),
     "acl": Mode("acl", acl=True, scenarios=(*BASICS, "acl_wrong_secret", "acl_unknown_key", "acl_no_credentials",
                                             "acl_no_permission")),
+    "acl2": Mode("acl2", acl=True, acl_version=2,
+                  scenarios=(*BASICS, "acl_wrong_secret", "acl_unknown_key", "acl_no_credentials", "acl_no_permission")),
     "tls": Mode("tls", tls_server_mode="enforcing", scenarios=(*BASICS, "tls_plain_client")),
     "tls-permissive": Mode("tls-permissive", tls_server_mode="permissive", scenarios=(*BASICS, "tls_plain_client")),
 }
+
+
+def acl2_bodies() -> list[tuple[str, dict[str, str], dict]]:
+    """(what, header fields, JSON body) of the AUTH_CREATE_USER and AUTH_CREATE_ACL requests that make
+    the ``acl2`` mode's Normal users, as mqadmin 5.x's createUser and createAcl send them."""
+    out: list[tuple[str, dict[str, str], dict]] = []
+    for (name, secret), policies in ACL2_POLICIES.items():
+        out.append(("user", {"username": name}, {"password": secret, "userType": "Normal", "username": name}))
+        entries = [{"actions": actions, "decision": "Allow", "resource": resource} for resource, actions in policies.items()]
+        out.append(("acl", {"subject": f"User:{name}"}, {"policies": [{"entries": entries}], "subject": f"User:{name}"}))
+    return out

@@ -119,6 +119,16 @@ class Probe:
             time.sleep(0.05)
         raise RuntimeError(f"topic {topic} never reached the name server")
 
+    def make_acl2_users(self) -> None:
+        """The ``acl2`` mode's Normal users and their ACLs, made as the Super user the standalone started with."""
+        from interop.modes import acl2_bodies
+
+        for what, fields, body in acl2_bodies():
+            code = RequestCode.AUTH_CREATE_USER if what == "user" else RequestCode.AUTH_CREATE_ACL
+            resp = self.call(self.broker, RemotingCommand.request(code, fields, body=json.dumps(body).encode()))
+            if resp.code != ResponseCode.SUCCESS:
+                raise RuntimeError(f"create {what} {fields}: {resp.code} {resp.remark}")
+
     def set_request_mode(self, topic: str, group: str, mode: str) -> None:
         """SET_MESSAGE_REQUEST_MODE (5.x), as ``mqadmin setConsumeMode -m POP`` sends it."""
         body = json.dumps({"topic": topic, "consumerGroup": group, "mode": mode, "popShareQueueNum": 0}).encode()

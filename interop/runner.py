@@ -129,7 +129,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m interop", description="Run real RocketMQ clients against a running rmqtx.")
     parser.add_argument("--namesrv", help="name server address, e.g. 127.0.0.1:9876 (default: start a standalone for the run)")
     parser.add_argument("--mode", choices=list(MODES), default="plain",
-                        help="plain; acl (aclEnable, signed clients, refusals); tls (enforcing) or tls-permissive (clients over TLS)")
+                        help="plain; acl (aclEnable, signed clients, refusals); acl2 (the same with ACL 2.0 users and policies); tls (enforcing) or tls-permissive (clients over TLS)")
     parser.add_argument("--broker", help="broker address (default: the first master the name server knows)")
     parser.add_argument("--clients", help="comma-separated columns (default: all there are drivers for: java,java5,go,cpp,node,python,py5,java5grpc,node5,go5)")
     parser.add_argument("--no-containers", action="store_true", help="run the Java columns' JVMs on the host, not in the podman image")
@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{', gRPC ' + server.grpc if server.grpc else ''}", file=sys.stderr, flush=True)
     try:
         probe = Probe(args.namesrv, args.broker, access)
+        if server is not None and mode.acl_version == 2:
+            probe.make_acl2_users()
         ctx = context(probe, args.namesrv, args.delay_levels, mode.name)
         if args.log_dir:
             args.log_dir.mkdir(parents=True, exist_ok=True)

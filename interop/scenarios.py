@@ -761,16 +761,17 @@ def non_ascii_check(events: Events, params: dict, probe: Probe) -> str | None:
 
 
 # -- security modes: refusals ---------------------------------------------------------------------
-def refused_build(prefix: str, acl: dict | None, refusal: str | None) -> Callable[[Context], dict]:
+def refused_build(prefix: str, acl: dict | None, refusal: str | dict[str, str] | None) -> Callable[[Context], dict]:
     """op ``refused_send``: a producer with the given ``acl`` keys (null: none) sends each spec once,
     synchronously and without retries, and starts no consumer; each send gives a ``sent`` event or a
     ``refused`` event (``body``, ``error``: the exception's text, with the broker's remark when the client
     passes it on). The broker must refuse every send with ``refusal`` in that text (``{topic}`` stands
-    for the cell's topic), and store nothing.
+    for the cell's topic; a dict names it per mode), and store nothing.
     """
 
     def build(ctx: Context) -> dict:
-        return {"messages": messages(prefix, 2), "acl": acl, "outcome": "refused", "refusal": refusal, "wait": 10.0}
+        text = refusal.get(ctx.mode) if isinstance(refusal, dict) else refusal
+        return {"messages": messages(prefix, 2), "acl": acl, "outcome": "refused", "refusal": text, "wait": 10.0}
 
     return build
 
@@ -807,6 +808,8 @@ def refused_check(events: Events, params: dict, probe: Probe) -> str | None:
 def no_permission_build(ctx: Context) -> dict:
     """An account that may only subscribe sends: refused for want of PUB on the (per-run) topic."""
     params = refused_build("noperm", keys(READER), None)(ctx)
+    if ctx.mode == "acl2":
+        return dict(params, refusal=f"User:{READER[0]} has no permission to access Topic:{{topic}} from")
     return dict(params, refusal="No default permission for topic:{topic}")
 
 
@@ -863,18 +866,23 @@ SCENARIOS: list[Scenario] = [
              clients_reason=("5.x gRPC SDK producers and SimpleConsumers, each its own client instance, over the gRPC "
                              "endpoint; this column's groups are three_consumers")),
 ]
-#: Run only in their modes (``python -m interop --mode acl`` / ``tls`` / ``tls-permissive``).
+#: The modes with ACL on: 1.0 accounts, and 2.0 users and policies.
+ACL_MODES = ("acl", "acl2")
+#: Run only in their modes (``python -m interop --mode acl`` / ``acl2`` / ``tls`` / ``tls-permissive``).
 SECURITY_SCENARIOS: list[Scenario] = [
     Scenario("acl_wrong_secret", "ACL: wrong secret key refused", "refused_send",
-             refused_build("wrongsk", {**keys(USER), "secret_key": WRONG_SECRET}, f"Check signature failed for accessKey={USER[0]}"),
-             refused_check, modes=("acl",)),
+             refused_build("wrongsk", {**keys(USER), "secret_key": WRONG_SECRET},
+                           {"acl": f"Check signature failed for accessKey={USER[0]}", "acl2": "check signature failed."}),
+             refused_check, modes=ACL_MODES),
     Scenario("acl_unknown_key", "ACL: unknown access key refused", "refused_send",
-             refused_build("unknownak", {"access_key": "InteropNobody", "secret_key": USER[1]}, "No acl config for InteropNobody"),
-             refused_check, modes=("acl",)),
+             refused_build("unknownak", {"access_key": "InteropNobody", "secret_key": USER[1]},
+                           {"acl": "No acl config for InteropNobody", "acl2": "User:InteropNobody is not found."}),
+             refused_check, modes=ACL_MODES),
     Scenario("acl_no_credentials", "ACL: no credentials refused", "refused_send",
-             refused_build("nokeys", None, "No accessKey is configured"), refused_check, modes=("acl",)),
+             refused_build("nokeys", None, {"acl": "No accessKey is configured", "acl2": "username cannot be null."}),
+             refused_check, modes=ACL_MODES),
     Scenario("acl_no_permission", "ACL: publish without PUB permission refused", "refused_send", no_permission_build,
-             refused_check, modes=("acl",)),
+             refused_check, modes=ACL_MODES),
     Scenario("tls_plain_client", "TLS: client without TLS (refused when enforcing)", "refused_send", plain_client_build,
              refused_check, modes=("tls", "tls-permissive")),
 ]

@@ -49,11 +49,13 @@ class Standalone:
                str(self.log_path), "rmqstandalone", "-c", str(self.conf_path), "--namesrv-port", self.namesrv.rsplit(":", 1)[1],
                "--port", self.broker.rsplit(":", 1)[1], "--store", str(self.root / "store")]
         env = {**os.environ, "RMQTX_GRPC_STUBS": self.grpc_stubs} if self.grpc_stubs else None
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        with open(self.root / "stdout.txt", "wb") as out:  # a refused start says why here, in one line
+            self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"rmqstandalone exited with {self.proc.returncode}: {self.log()[-2000:]}")
+                said = (self.root / "stdout.txt").read_text(errors="replace")
+                raise RuntimeError(f"rmqstandalone exited with {self.proc.returncode}: {said[-500:]}{self.log()[-2000:]}")
             try:
                 if Probe(self.namesrv, access=self.access).master_addr() == self.broker:
                     return self

@@ -18,6 +18,9 @@ SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
 #: The broker leaves this field out of what it checks (MixAll.UNIQUE_MSG_QUERY_FLAG).
 UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+#: MQVersion.Version.V4_9_3's ordinal: ACL 2.0 brokers leave _UNIQUE_KEY_QUERY out of the signature of
+#: requests from clients this old or older, as 1.0 brokers do for everyone.
+V4_9_3 = 399
 
 
 def _java_order(key: str) -> bytes:
@@ -46,8 +49,11 @@ def sign_request(cmd: RemotingCommand, access_key: str, secret_key: str, securit
     ext[ACCESS_KEY] = access_key
     if security_token is not None:
         ext[SECURITY_TOKEN] = security_token
-    # Java's hook signs the custom header's fields only; _UNIQUE_KEY_QUERY is added beside the header,
-    # and the broker leaves it out of the check.
+    # _UNIQUE_KEY_QUERY rides beside QUERY_MESSAGE's header. ACL 1.0 brokers leave it out of the check;
+    # ACL 2.0 ones do so only for clients of 4.9.3 or older. Signing without it and saying 4.9.3 on that
+    # request passes both (Java 4.9.4+ signs it and is refused by 1.0 brokers).
+    if UNIQUE_KEY_QUERY in ext and cmd.version > V4_9_3:
+        cmd.version = V4_9_3
     ext[SIGNATURE] = signature(signed_content(ext, cmd.body, (SIGNATURE, UNIQUE_KEY_QUERY)), secret_key)
 
 

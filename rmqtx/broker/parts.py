@@ -21,6 +21,7 @@ from rmqtx.store.mapped_file import StoreError
 
 if TYPE_CHECKING:
     from rmqtx.acl.service import AclService
+    from rmqtx.acl2.service import AuthService
     from rmqtx.broker.config import BrokerConfig
     from rmqtx.broker.context import BrokerContext
     from rmqtx.remoting.protocol import Dispatcher, RemotingServerFactory
@@ -118,6 +119,26 @@ class AclGuard(service.Service):
     def stopService(self) -> None:
         super().stopService()
         self.acl.stop()
+
+
+class AuthGuard(service.Service):
+    """ACL 2.0: users and ACLs read (a bad store stops start-up), the initial users made, and the guard
+    on the dispatcher when authentication or authorization is on."""
+
+    name = "acl2"
+
+    def __init__(self, auth: "AuthService", dispatcher: "Dispatcher") -> None:
+        self.auth = auth
+        self.dispatcher = dispatcher
+
+    def startService(self) -> None:
+        try:
+            self.auth.load()
+        except (ValueError, OSError) as e:
+            raise StartupError(str(e)) from None
+        if self.auth.settings.authentication or self.auth.settings.authorization:
+            self.dispatcher.guard = self.auth.guard
+        super().startService()
 
 
 class RemotingListener(service.Service):

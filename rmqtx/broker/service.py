@@ -20,7 +20,7 @@ from rmqtx.broker.ha.role import HARole
 from rmqtx.broker.locks import RebalanceLockManager
 from rmqtx.broker.long_polling import PullHoldService
 from rmqtx.broker.offsets import ConsumerOffsetManager
-from rmqtx.broker.parts import AclGuard, ConfigFiles, Deliveries, RemotingListener, StoreService, Upkeep
+from rmqtx.broker.parts import AclGuard, AuthGuard, ConfigFiles, Deliveries, RemotingListener, StoreService, Upkeep
 from rmqtx.broker.pop.service import PopService
 from rmqtx.broker.processors import ALL as PROCESSORS
 from rmqtx.broker.registration import NamesrvRegistrar
@@ -39,6 +39,7 @@ from rmqtx.store.message_store import MessageStore
 
 if TYPE_CHECKING:
     from rmqtx.acl.service import AclService
+    from rmqtx.acl2.service import AuthService
 
 log = Logger(namespace="rmqtx.broker")
 
@@ -113,6 +114,7 @@ class BrokerService(OrderedServices):
         except ValueError as e:  # a setting a part refuses when it is made
             raise StartupError(str(e)) from None
         self.acl: "AclService | None" = None
+        self.auth: "AuthService | None" = None  # ACL 2.0
         self._wire(ctx)
         self.listener = RemotingListener(self.factory, config, reactor)
         for part in (
@@ -121,6 +123,7 @@ class BrokerService(OrderedServices):
             Step("namesrv client", stop=self._namesrv_client.close),
             Step("connections", stop=self.factory.close_all),
             AclGuard(self.acl, self.dispatcher) if self.acl is not None else None,
+            AuthGuard(self.auth, self.dispatcher) if self.auth is not None else None,
             self.listener,
             Step("store services", start=lambda: ctx.store.start(self.reactor)),
             Step("pop replay", start=ctx.pop.load),  # replays the revive topic: needs the running store
@@ -145,8 +148,36 @@ class BrokerService(OrderedServices):
                 default_acl_path(cfg.aclFilePath), lambda: (cfg.brokerClusterName, cfg.brokerName, cfg.broker_addr), self.reactor
             )
             self.dispatcher.register_many(self.acl.table_of_handlers())  # with ACL off they stay "not supported"
+        self._wire_acl2()
         self.dispatcher.on_close.append(ctx.clients.connection_closed)
         self.dispatcher.after_read.append(ctx.store.flush_arrivals)
+
+    def _wire_acl2(self) -> None:
+        """ACL 2.0 when broker.conf turns it on or names its metadata providers (Apache then keeps users
+        and ACLs and answers the admin codes 3001-3010 even with the checks off)."""
+        from pathlib import Path
+
+        from rmqtx.acl2.settings import AuthSettings
+
+        cfg = self.config
+        try:
+            settings = AuthSettings.from_properties(cfg.properties)
+        except ValueError as e:
+            raise StartupError(str(e)) from None
+        if not settings.active:
+            return
+        from rmqtx.acl2.service import AuthService
+
+        from rmqtx.acl.service import default_acl_path
+
+        self.auth = AuthService(settings, Path(cfg.storePathRootDir).expanduser() / "config",
+                                lambda: cfg.brokerClusterName, self.dispatcher.processors, self.reactor,
+                                default_acl_path(cfg.aclFilePath))
+        self.dispatcher.register_many(self.auth.table_of_handlers())
+        if settings.inner_credentials is not None:  # the broker's own requests (Apache's BrokerOuterAPI signs them)
+            from rmqtx.acl.signing import RequestSigner
+
+            self._namesrv_client.signer = RequestSigner(*settings.inner_credentials)
 
     @property
     def namesrv_client(self) -> RemotingClient:

@@ -1,8 +1,7 @@
 """Security and durability settings rmqtx does not implement: start-up stops on them.
 
-A broker that ignored ``authenticationEnabled=true`` would serve every client while its operator
-believes it protected; one that ignored ``enableControllerMode=true`` would never fail over. So a
-key below that asks for such a feature ends start-up with one line naming it. The same keys at
+A broker that ignored ``enableControllerMode=true`` would never fail over, one that ignored
+``enableDLegerCommitLog=true`` would not replicate as its operator believes. So a key below that asks for such a feature ends start-up with one line naming it. The same keys at
 their defaults (feature off) are accepted, as Apache's brokers accept them.
 """
 
@@ -40,13 +39,8 @@ class Unimplemented:
     what: str
 
 
-_ACL2 = "ACL 2.0 (RocketMQ 5.3+ users and policies)"
-
 #: Broker keys (Apache 5.3-5.5's BrokerConfig, AuthConfig and MessageStoreConfig).
 BROKER: tuple[Unimplemented, ...] = (
-    Unimplemented("authenticationEnabled", _true, f"{_ACL2}: the broker would accept every client unchecked"),
-    Unimplemented("authorizationEnabled", _true, f"{_ACL2}: the broker would allow every request"),
-    Unimplemented("migrateAuthFromV1Enabled", _true, f"{_ACL2} migration from plain_acl.yml"),
     Unimplemented("enableControllerMode", _true, "controller mode on an rmqtx broker (5.x automatic master failover; rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
     Unimplemented("enableSlaveActingMaster", _true, "slave-acting-master mode"),
     Unimplemented("enableAutoInSyncReplicas", _true, "automatic in-sync replicas"),
@@ -63,6 +57,7 @@ NAMESRV: tuple[Unimplemented, ...] = ()  # enableControllerInNamesrv is honoured
 #: The other Apache 5.x keys of the same features: harmless while the features above are off.
 BROKER_COMPANION_KEYS = frozenset(
     {
+        "authenticationEnabled", "authorizationEnabled", "migrateAuthFromV1Enabled",  # ACL 2.0: rmqtx.acl2.settings
         "authConfigPath", "authenticationProvider", "authenticationMetadataProvider", "authenticationStrategy",
         "authenticationWhitelist", "initAuthenticationUser", "innerClientAuthenticationCredentials",
         "authorizationProvider", "authorizationMetadataProvider", "authorizationStrategy", "authorizationWhitelist",

@@ -136,7 +136,7 @@ class _LoopbackClient(RemotingClient):
 
     def connection(self, addr: str) -> "defer.Deferred[RemotingProtocol]":
         d = super().connection(addr)
-        if self.broker.acl is not None:
+        if self.broker.acl is not None or getattr(self.broker, "auth", None) is not None:
             d.addCallback(self._tell_acl)
         return d
 
@@ -144,7 +144,9 @@ class _LoopbackClient(RemotingClient):
         if not conn.attributes.get("acl.told"):
             conn.attributes["acl.told"] = True
             local = conn.transport.getHost()
-            self.broker.acl.internal_peers.add((local.host, local.port))
+            for guard in (self.broker.acl, getattr(self.broker, "auth", None)):  # ACL 1.0 or 2.0
+                if guard is not None:
+                    guard.internal_peers.add((local.host, local.port))
         return conn
 
 

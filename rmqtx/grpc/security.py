@@ -34,7 +34,7 @@ REFUSED = "UNAUTHORIZED"
 class Credentials:
     """What one call's metadata says about its caller (the signature as raw bytes)."""
 
-    __slots__ = ("access_key", "signature", "date_time", "problem")
+    __slots__ = ("access_key", "signature", "date_time", "problem", "header")
 
     def __init__(self, metadata: Any) -> None:
         self.access_key: str | None = None
@@ -47,6 +47,7 @@ class Credentials:
                 header = value
             elif key == DATE_TIME:
                 self.date_time = value
+        self.header = header
         if header:
             self._parse(header)
 
@@ -184,6 +185,13 @@ class AclInterceptor(grpc.aio.ServerInterceptor):
         if service is None:
             return None
         host = self.host_of(context)
+        if hasattr(service, "check_pairs"):  # ACL 2.0 (rmqtx.acl2.service.AuthService)
+            from rmqtx.grpc.security2 import refusal as acl2_refusal
+
+            why = acl2_refusal(service, method, credentials, request, host)
+            if why is not None:
+                log.info("ACL 2.0 refused gRPC {method} from {host}: {why}", method=method, host=host, why=why)
+            return why
         try:
             if credentials.problem is not None:
                 raise AclRefusal(credentials.problem, "")

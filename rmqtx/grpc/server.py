@@ -624,11 +624,12 @@ class GrpcEndpoint(service.Service):
 
         servicer = MessagingServicer(self.backend, self.reactor, ReactorBridge(self.reactor, asyncio.get_running_loop()))
         interceptors = []
-        if self.broker.acl is not None:  # on or off for the broker's life: no wrapper at all when off
+        auth = getattr(self.broker, "auth", None)  # ACL 2.0, when its checks are on
+        guard = self.broker.acl or (auth if auth is not None and (auth.settings.authentication or auth.settings.authorization) else None)
+        if guard is not None:  # on or off for the broker's life: no wrapper at all when off
             from rmqtx.grpc.security import AclInterceptor
 
-            interceptors.append(AclInterceptor(lambda: self.broker.acl, servicer.response_class, servicer._status,
-                                               self._client_host))
+            interceptors.append(AclInterceptor(lambda: guard, servicer.response_class, servicer._status, self._client_host))
         # no SO_REUSEPORT: a second broker given the same grpcPort must fail to start, not share the port
         self.server = grpc.aio.server(options=[("grpc.max_receive_message_length", MAX_INBOUND), ("grpc.so_reuseport", 0)],
                                       interceptors=interceptors)

@@ -233,6 +233,17 @@ class MappedFileQueue:
             self.files.append(mf)
         self.flushed_where = self.max_offset
 
+    def set_readahead(self, enabled: bool) -> None:
+        """Switch the kernel's readahead for every mapped file and the files mapped from now on
+        (5.x's SET_COMMITLOG_READ_MODE): madvise only changes the mapping's advice, nothing is read."""
+        self.readahead = enabled
+        advice = mmap.MADV_NORMAL if enabled else mmap.MADV_RANDOM
+        for mf in list(self.files):
+            try:
+                mf.mm.madvise(advice)
+            except ValueError:
+                pass  # unmapped meanwhile (expired and deleted)
+
     @property
     def first(self) -> MappedFile | None:
         return self.files[0] if self.files else None

@@ -474,6 +474,191 @@ async def _reset_offline(ops: AdminOps, group: str, topic: str, stamp: int, forc
         out.write("%-20s  %-20d  %-20d  %-20d  %-20d  %-20d\n" % (tables.front(name, 32), qid, broker_offset, consumer_offset, target, rollback))
 
 
+# -- ACL 2.0 users and ACLs (5.x mqadmin's createUser ... listAcl) --------------------------------------
+_USER_ROW = "%-16s  %-22s  %-22s  %-22s\n"
+_ACL_ROW = "%-16s  %-10s  %-22s  %-20s  %-24s  %-10s\n"
+
+
+def _java(value: object) -> str:
+    """How Java's printf shows a value: null, or a list as [a, b]."""
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ", ".join(_java(v) for v in value) + "]"
+    return str(value)
+
+
+def _items(text: str | None) -> list[str] | None:
+    """StringUtils.split(text, ',') with each item trimmed; None when the option is absent."""
+    return None if text is None else [t.strip() for t in text.split(",") if t]
+
+
+def _compact(doc: dict) -> bytes:
+    """A body as fastjson writes it: keys in order, absent values left out."""
+    return json.dumps({k: v for k, v in sorted(doc.items()) if v is not None}, separators=(",", ":"),
+                      ensure_ascii=False).encode()
+
+
+async def _auth_targets(ops: AdminOps, a: argparse.Namespace) -> list[str]:
+    return [a.b.strip()] if a.b else await ops.masters(a.c.strip())
+
+
+def _user_opts(password_required: bool, status: bool) -> Callable[[argparse.ArgumentParser], None]:
+    def options(p: argparse.ArgumentParser) -> None:
+        _target(p, "the user")
+        _opt(p, "u", "username", "the username", required=True)
+        _opt(p, "p", "password", "the password", required=password_required)
+        _opt(p, "t", "userType", "the user type (Super or Normal)")
+        if status:
+            _opt(p, "s", "userStatus", "the user status (enable or disable)")
+
+    return options
+
+
+@command("createUser", "Create user to cluster.", _user_opts(True, False))
+async def create_user(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    body = _compact({"password": a.p.strip(), "userType": a.t.strip() if a.t else None, "username": a.u.strip()})
+    for addr in await _auth_targets(ops, a):
+        await ops.call(addr, RequestCode.AUTH_CREATE_USER, {"username": a.u.strip()}, body)
+        out.write(f"create user to {addr} success.\n")
+
+
+@command("updateUser", "Update user to cluster.", _user_opts(False, True))
+async def update_user(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    body = _compact({"password": a.p.strip() if a.p else None, "userStatus": a.s.strip() if a.s else None,
+                     "userType": a.t.strip() if a.t else None, "username": a.u.strip()})
+    for addr in await _auth_targets(ops, a):
+        await ops.call(addr, RequestCode.AUTH_UPDATE_USER, {"username": a.u.strip()}, body)
+        out.write(f"update user to {addr} success.\n")
+
+
+def _username_opts(p: argparse.ArgumentParser) -> None:
+    _target(p, "the user")
+    _opt(p, "u", "username", "the username", required=True)
+
+
+@command("deleteUser", "Delete user from cluster.", _username_opts)
+async def delete_user(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    for addr in await _auth_targets(ops, a):
+        await ops.call(addr, RequestCode.AUTH_DELETE_USER, {"username": a.u.strip()})
+        out.write(f"delete user to {addr} success.\n")
+
+
+def _print_users(users: list[dict], out: TextIO) -> None:
+    out.write(_USER_ROW % ("#UserName", "#Password", "#UserType", "#UserStatus"))
+    for u in users:
+        out.write(_USER_ROW % tuple(_java(u.get(k)) for k in ("username", "password", "userType", "userStatus")))
+
+
+@command("getUser", "Get user from cluster.", _username_opts)
+async def get_user(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    for addr in await _auth_targets(ops, a):
+        resp = await ops.call(addr, RequestCode.AUTH_GET_USER, {"username": a.u.strip()})
+        if resp.body:
+            _print_users([ops.body(resp)], out)
+            return
+
+
+def _list_user_opts(p: argparse.ArgumentParser) -> None:
+    _target(p, "list users")
+    _opt(p, "f", "filter", "the filter of username")
+
+
+@command("listUser", "List user from cluster.", _list_user_opts)
+async def list_user(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    fields = {"filter": a.f.strip()} if a.f else {}
+    for addr in await _auth_targets(ops, a):
+        resp = await ops.call(addr, RequestCode.AUTH_LIST_USER, fields)
+        if a.c:
+            out.write(f"get user from {addr} success.\n")
+        if resp.body:
+            _print_users(ops.body(resp), out)
+
+
+def _acl_opts(p: argparse.ArgumentParser) -> None:
+    _target(p, "the acl")
+    _opt(p, "s", "subject", "the subject, such as User:alice", required=True)
+    _opt(p, "r", "resources", "the resources, such as Topic:t1,Group:g*", required=True)
+    _opt(p, "a", "actions", "the actions, such as Pub,Sub", required=True)
+    _opt(p, "d", "decision", "Allow or Deny", required=True)
+    _opt(p, "i", "sourceIp", "the source IPs or CIDRs")
+
+
+async def _put_acl(ops: AdminOps, a: argparse.Namespace, out: TextIO, code: int, verb: str) -> None:
+    subject = a.s.strip()
+    entries = [{"actions": _items(a.a), "decision": a.d.strip(), "resource": r, "sourceIps": _items(a.i)}
+               for r in _items(a.r) or []]
+    body = _compact({"policies": [{"entries": [{k: v for k, v in e.items() if v is not None} for e in entries]}],
+                     "subject": subject})
+    for addr in await _auth_targets(ops, a):
+        await ops.call(addr, code, {"subject": subject}, body)
+        out.write(f"{verb} acl to {addr} success.\n")
+
+
+@command("createAcl", "Create acl to cluster.", _acl_opts)
+async def create_acl(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    await _put_acl(ops, a, out, RequestCode.AUTH_CREATE_ACL, "create")
+
+
+@command("updateAcl", "Update acl to cluster.", _acl_opts)
+async def update_acl(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    await _put_acl(ops, a, out, RequestCode.AUTH_UPDATE_ACL, "update")
+
+
+def _delete_acl_opts(p: argparse.ArgumentParser) -> None:
+    _target(p, "the acl")
+    _opt(p, "s", "subject", "the subject, such as User:alice", required=True)
+    _opt(p, "r", "resources", "the resource to remove (all of the subject's when absent)")
+
+
+@command("deleteAcl", "Delete acl from cluster.", _delete_acl_opts)
+async def delete_acl(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    fields = {"subject": a.s.strip(), **({"resource": a.r.strip()} if a.r else {})}
+    for addr in await _auth_targets(ops, a):
+        await ops.call(addr, RequestCode.AUTH_DELETE_ACL, fields)
+        out.write(f"delete acl to {addr} success.\n")
+
+
+def _print_acls(acls: list[dict], out: TextIO) -> None:
+    out.write(_ACL_ROW % ("#Subject", "#PolicyType", "#Resource", "#Actions", "#SourceIp", "#Decision"))
+    for acl in acls:
+        policies = acl.get("policies") or []
+        if not policies:
+            out.write(_ACL_ROW % (_java(acl.get("subject")), "", "", "", "", ""))
+        for policy in policies:
+            for e in policy.get("entries") or []:
+                out.write(_ACL_ROW % (_java(acl.get("subject")), _java(policy.get("policyType")), _java(e.get("resource")),
+                                      _java(e.get("actions")), _java(e.get("sourceIps")), _java(e.get("decision"))))
+
+
+def _get_acl_opts(p: argparse.ArgumentParser) -> None:
+    _target(p, "the acl")
+    _opt(p, "s", "subject", "the subject, such as User:alice", required=True)
+
+
+@command("getAcl", "Get acl from cluster.", _get_acl_opts)
+async def get_acl(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    for addr in await _auth_targets(ops, a):
+        resp = await ops.call(addr, RequestCode.AUTH_GET_ACL, {"subject": a.s.strip()})
+        if resp.body:
+            _print_acls([ops.body(resp)], out)
+
+
+def _list_acl_opts(p: argparse.ArgumentParser) -> None:
+    _target(p, "list acls")
+    _opt(p, "s", "subject", "the filter of subject")
+    _opt(p, "r", "resource", "the filter of resource")
+
+
+@command("listAcl", "List acl from cluster.", _list_acl_opts)
+async def list_acl(ops: AdminOps, a: argparse.Namespace, out: TextIO) -> None:
+    fields = {**({"subjectFilter": a.s.strip()} if a.s else {}), **({"resourceFilter": a.r.strip()} if a.r else {})}
+    for addr in await _auth_targets(ops, a):
+        resp = await ops.call(addr, RequestCode.AUTH_LIST_ACL, fields)
+        if resp.body:
+            _print_acls(ops.body(resp), out)
+
+
 # -- entry ----------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rmqadmin", description="RocketMQ admin commands (mqadmin compatible)")

@@ -1,4 +1,4 @@
-"""benchmarks/vs_java.py's parsing of Apache's benchmark printouts and its drain-rate arithmetic.
+"""benchmarks/vs_java.py's parsing of Apache's benchmark printouts, its drain-rate arithmetic and its busy-cell backgrounds.
 
 The lines below follow the printf formats of rocketmq-example 4.9.8's benchmark Producer/Consumer.
 """
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import tempfile
+import time
 import sys
 import unittest
 from pathlib import Path
@@ -52,23 +54,50 @@ class DrainTest(unittest.TestCase):
         fast = [(t / 10, int(t / 10 * 4000)) for t in range(0, 200)]  # 4000/s throughout
         slow = [(t / 10, int(t / 10 * 1000)) for t in range(0, 200)]
         results = [
-            {"impl": "java", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 60000, "samples": fast},
-            {"impl": "rmqtx", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 10000, "samples": slow},
+            {"impl": "java", "busy": "quiet", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 60000, "samples": fast},
+            {"impl": "rmqtx", "busy": "quiet", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 10000, "samples": slow},
+            {"impl": "rmqtx", "busy": "spin8", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "backlog": 500, "samples": slow},
         ]
         vs_java.common_drain(results)
-        self.assertEqual([r["drain_over"] for r in results], [10000, 10000])
+        self.assertEqual([r["drain_over"] for r in results], [10000, 10000, 500])  # a busy cell pairs only with its own
         self.assertAlmostEqual(results[0]["drain_tps"], 4000, delta=5)
         self.assertAlmostEqual(results[1]["drain_tps"], 1000, delta=5)
 
 
 class TableTest(unittest.TestCase):
     def test_ratio_and_missing_side(self) -> None:
-        row = {"flush": "SYNC_FLUSH", "threads": 8, "rep": 0, "backlog": 1000, "samples": [], "apache_lower_bound": False}
+        row = {"busy": "quiet", "flush": "SYNC_FLUSH", "threads": 8, "rep": 0, "backlog": 1000, "samples": [], "apache_lower_bound": False}
         figures = {k: 2.0 for k, _, _ in vs_java.METRICS}
         results = [{**row, **figures, "impl": "java"}, {**row, **figures, "impl": "rmqtx", "send_tps": 1.0}]
-        out = vs_java.table(results, [("SYNC_FLUSH", 8)])
-        self.assertIn("| SYNC_FLUSH | 8 | send TPS", out)
+        out = vs_java.table(results, [("quiet", "SYNC_FLUSH", 8)])
+        self.assertIn("| quiet | SYNC_FLUSH | 8 | send TPS", out)
         send_row = next(line for line in out.splitlines() if "send TPS" in line)
         self.assertTrue(send_row.endswith("| 0.50 |"), send_row)
-        only_java = vs_java.table(results[:1], [("SYNC_FLUSH", 8)])
+        only_java = vs_java.table(results[:1], [("quiet", "SYNC_FLUSH", 8)])
         self.assertTrue(next(line for line in only_java.splitlines() if "send TPS" in line).endswith("| – |"))
+
+
+class BusyTest(unittest.TestCase):
+    def test_names(self) -> None:
+        self.assertEqual(len(vs_java.busy_cmds("spin8")), 8)
+        self.assertEqual(len(vs_java.busy_cmds("jvm4")), 1)
+        for bad in ("spin0", "jvm", "cpu4", "spin-1"):
+            with self.assertRaises(ValueError):
+                vs_java.busy_cmds(bad)
+
+    def test_backgrounds_burn_cpu(self) -> None:
+        """Each kind of background really loads the machine, and stops with its cell."""
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind in ("spin1", "jvm2"):
+                procs = vs_java.start_busy(kind, Path(tmp))
+                try:
+                    deadline = time.monotonic() + 60
+                    while vs_java.cpu_seconds([p.pid for p in procs]) < 0.5 and time.monotonic() < deadline:
+                        self.assertTrue(all(p.poll() is None for p in procs), (Path(tmp) / "busy-0.out").read_text())
+                        time.sleep(0.2)
+                    self.assertGreaterEqual(vs_java.cpu_seconds([p.pid for p in procs]), 0.5, kind)
+                finally:
+                    for proc in procs:
+                        vs_java.stop(proc, grace=2.0)
+                self.assertTrue(all(p.poll() is not None for p in procs))
+        self.assertEqual(vs_java.start_busy("quiet", Path(".")), [])

@@ -1,7 +1,7 @@
-"""``python -m interop --mode acl|tls|tls-permissive``: a few scenarios per mode, every column, each on its own standalone.
+"""``python -m interop --mode acl|acl2|tls|tls-permissive``: a few scenarios per mode, every column, each on its own standalone.
 
 The runner starts the standalone itself (no --namesrv): ACL on with interop/modes.py's accounts, or
-TLS enforcing / permissive. Runs under trial only, like test_matrix (tox.ini's pytest env ignores
+ACL 2.0 users and policies (acl2), TLS enforcing / permissive. Runs under trial only, like test_matrix (tox.ini's pytest env ignores
 tests/interop). The scenario lists are small to keep the three runs within about three minutes.
 """
 
@@ -29,6 +29,8 @@ SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed$")
 #: (sync send consumes what it sent too: heartbeat, rebalance, pulls and offset commits go through ACL / TLS.)
 RUNS = {
     "acl": ["sync_send", "acl_wrong_secret", "acl_no_credentials", "acl_no_permission"],
+    # every column signs for a 5.3+ broker: 4.x clients with the 1.0 hook, 5.x remoting and gRPC ones with theirs
+    "acl2": ["sync_send", "acl_wrong_secret", "acl_unknown_key", "acl_no_permission", "query_key"],
     "tls": ["sync_send", "tls_plain_client"],
     "tls-permissive": ["sync_send", "tls_plain_client"],
 }
@@ -64,9 +66,9 @@ def table(mode: str) -> dict[str, dict[str, str]]:
 def allowed_skips(mode: str, client: str, key: str) -> set[str]:
     """The SKIP texts a driver declares for this cell: its library lacks the API, or the client cannot do TLS."""
     reasons = {DRIVERS[client].unsupported[key]} if key in DRIVERS[client].unsupported else set()
-    if mode != "acl" and client == "cpp":
+    if not mode.startswith("acl") and client == "cpp":
         reasons.add(CPP_NO_TLS)
-    if mode != "acl" and client == "node":
+    if not mode.startswith("acl") and client == "node":
         reasons.add(NODE_NO_TLS)
     if mode == "acl" and client in ("java", "java5"):
         reasons.add(ACL_QUERY)
@@ -107,6 +109,31 @@ class AclModeTest(ModeRuns, unittest.TestCase):
         rows = table(self.mode)
         for key in ("acl_wrong_secret", "acl_no_credentials", "acl_no_permission"):
             self.assertEqual(rows[BY_KEY[key].title], every_column_passes(), key)
+
+    def test_no_secret_in_the_broker_log(self) -> None:
+        err = run(self.mode)[2]
+        self.assertNotIn("the broker log contains the secret key", err)
+        for secret in SECRETS:
+            self.assertNotIn(secret, err)
+
+
+class Acl2ModeTest(ModeRuns, unittest.TestCase):
+    """ACL 2.0 as a 5.3+ user runs it: a Super user from initAuthenticationUser, Normal users and their
+    policies made through codes 3001/3006; refusals carry ACL 2.0's messages."""
+
+    mode = "acl2"
+
+    def test_refusals_in_every_column(self) -> None:
+        """Wrong secret, unknown user and a policy without Pub: refused in every column, nothing stored."""
+        rows = table(self.mode)
+        for key in ("acl_wrong_secret", "acl_unknown_key", "acl_no_permission"):
+            self.assertEqual(rows[BY_KEY[key].title], every_column_passes(), key)
+
+    def test_query_by_key_signed(self) -> None:
+        """QUERY_MESSAGE's _UNIQUE_KEY_QUERY: Java 4.9.8 signs it (refused by 1.0 brokers, accepted by 2.0 ones);
+        rmqtx's client signs as 4.9.3 does and says so, passing both."""
+        row = table(self.mode)[BY_KEY["query_key"].title]
+        self.assertEqual({c: row[c] for c in ("java", "java5", "python")}, {"java": "PASS", "java5": "PASS", "python": "PASS"})
 
     def test_no_secret_in_the_broker_log(self) -> None:
         err = run(self.mode)[2]

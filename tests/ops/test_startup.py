@@ -141,21 +141,25 @@ class StartupFailureTest(unittest.TestCase):
         self.assertOneLine(proc, f"metricsPromExporterPort (metricsExporterType=PROM) cannot listen on 127.0.0.1:{port}:"
                                  " Address already in use")
 
-    def test_acl_2_settings_stop_start_up(self) -> None:
-        """Apache 5.x's ACL 2.0 switches would leave an rmqtx broker open if ignored: each stops start-up."""
+    def test_acl_2_settings_rmqtx_cannot_honour_stop_start_up(self) -> None:
+        """ACL 2.0 is honoured with Apache's default and local providers; anything else stops start-up."""
         conf = self.scratch.dir / "broker.conf"
         conf.write_text("authenticationEnabled=true\nauthorizationEnabled=true\n"
                         "authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider\n"
                         "initAuthenticationUser={\"username\":\"rocketmq\",\"password\":\"12345678\"}\n")
         proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
-        self.assertOneLine(proc, "broker.conf: authenticationEnabled=true asks for ACL 2.0 (RocketMQ 5.3+ users and "
-                                 "policies): the broker would accept every client unchecked, which rmqtx does not "
-                                 "implement; remove the key to start")
-        conf.write_text("authorizationEnabled=true\n")
+        self.assertOneLine(proc, "broker.conf: authenticationEnabled=true needs authenticationMetadataProvider="
+                                 "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
+                                 " (without it Apache refuses every request)")
+        conf.write_text("authorizationEnabled=true\nauthorizationProvider=com.example.MyProvider\n")
         proc = self.scratch.run(["rmqbroker", "-c", str(conf), "-p", str(self.scratch.broker_port)])
-        self.assertOneLine(proc, "broker.conf: authorizationEnabled=true asks for ACL 2.0 (RocketMQ 5.3+ users and "
-                                 "policies): the broker would allow every request, which rmqtx does not implement; "
-                                 "remove the key to start")
+        self.assertOneLine(proc, "broker.conf: authorizationProvider=com.example.MyProvider is not a class rmqtx implements"
+                                 " (org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider);"
+                                 " remove the key to start")
+        conf.write_text("migrateAuthFromV1Enabled=true\n")
+        proc = self.scratch.run(["rmqbroker", "-c", str(conf), "-p", str(self.scratch.broker_port)])
+        self.assertOneLine(proc, "broker.conf: migrateAuthFromV1Enabled=true needs authenticationMetadataProvider and"
+                                 " authorizationMetadataProvider (the local ones) to migrate into")
 
     def test_failover_and_replica_settings_stop_start_up(self) -> None:
         conf = self.scratch.dir / "broker.conf"
