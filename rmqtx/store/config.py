@@ -15,6 +15,8 @@ _ALIASES = {
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
     "checkCRCOnRecover": "check_crc_on_recover",  # Java's own spelling, not plain camel case
 }
+#: rmqtx's own settings: read from broker.conf, left out of the Java listing (GET_BROKER_CONFIG).
+OWN_KEYS = frozenset({"mappedConsumeQueueFilesMax"})
 #: Snake-case fields whose Java key is not their plain camel case.
 _JAVA_KEYS = {"check_crc_on_recover": "checkCRCOnRecover"}
 
@@ -63,6 +65,9 @@ class StoreConfig:
     #: Java's warmMapedFileEnable: off, new store files are sparse; on, their blocks are reserved at creation.
     warm_maped_file_enable: bool = False
     message_delay_level: str = DEFAULT_DELAY_LEVELS
+    #: rmqtx's own: at most this many consume-queue files mapped (a descriptor and a map area each);
+    #: idle queues are unmapped and mapped again on use. 0: every file mapped from start, as Java does.
+    mapped_consume_queue_files_max: int = 4096
     # HA (master/slave replication), Java's MessageStoreConfig names and defaults.
     broker_role: str = "ASYNC_MASTER"
     ha_listen_port: int = 0  # 0: listenPort + 1, as Java's BrokerStartup sets it
@@ -137,7 +142,7 @@ class StoreConfig:
         """RocketMQ key names to string values (for getBrokerConfig-style answers)."""
         out = {}
         for f in dataclasses.fields(self):
-            if f.name == "extra":
+            if f.name == "extra" or _camel(f.name) in OWN_KEYS:
                 continue
             v = getattr(self, f.name)
             if v is None and f.name == "ha_master_address":

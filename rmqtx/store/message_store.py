@@ -9,6 +9,7 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
 
+from twisted.internet import task
 from twisted.internet.defer import Deferred, succeed
 
 from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_UNIQ_KEY, parse_properties
@@ -21,6 +22,7 @@ from .config import StoreConfig
 from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_limits, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
+from .cq_maps import MappedQueues
 from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline, Dispatcher
 from .flush import FlushService
 from .index import IndexService
@@ -36,6 +38,8 @@ __all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "Put
 log = logging.getLogger(__name__)
 
 _NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
+#: How often consume queues unused since the last look are unmapped (see cq_maps)
+MAPS_SWEEP_SECONDS = 60.0
 
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
@@ -61,6 +65,10 @@ class MessageStore:
         self._allocator = ThreadPoolExecutor(1, thread_name_prefix="rmqtx-store-alloc")
         self.commitlog = CommitLog(config, self._allocator)
         self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        #: the bound on mapped consume-queue files (None: every file mapped, from load on)
+        self.cq_maps = (MappedQueues(config.mapped_consume_queue_files_max)
+                        if config.mapped_consume_queue_files_max > 0 else None)
+        self._sweep_call: Any = None
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
                                   config.max_msgs_num_batch, self._allocator, clock, config.warm_maped_file_enable)
         self.checkpoint: Checkpoint | None = None
@@ -115,7 +123,8 @@ class MessageStore:
             self.commitlog.queue.load()
             self.consume_queues.update(load_consume_queues(  # in place: the pipeline holds this table
                 self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue, self._allocator,
-                self._ext_root, self.config.mapped_file_size_consume_queue_ext, self.config.warm_maped_file_enable))
+                self._ext_root, self.config.mapped_file_size_consume_queue_ext, self.config.warm_maped_file_enable,
+                self.cq_maps))
             if self._index_enabled:
                 self.index.load()
             self.flush.checkpoint = self.checkpoint
@@ -157,6 +166,16 @@ class MessageStore:
         self.index.later = self._index_later
         self.flush.start(reactor)
         self.retention.start(reactor)
+        if self.cq_maps is not None:
+            self._sweep_call = task.LoopingCall(self._sweep_maps)
+            self._sweep_call.clock = reactor
+            self._sweep_call.start(MAPS_SWEEP_SECONDS, now=False)
+
+    def _sweep_maps(self) -> None:
+        assert self.cq_maps is not None
+        idle = self.cq_maps.sweep()
+        if idle:
+            log.debug("unmapped %d idle consume queues (%d files stay mapped)", idle, self.cq_maps.files)
 
     # ---- files made in the allocator thread -----------------------------------------------------
 
@@ -252,6 +271,9 @@ class MessageStore:
         if not self._running:
             return
         self._running = False
+        if self._sweep_call is not None and self._sweep_call.running:
+            self._sweep_call.stop()
+        self._sweep_call = None
         self.flush_arrivals()
         self._reactor = None
         self.retention.stop()
@@ -290,6 +312,7 @@ class MessageStore:
                               self.config.mapped_file_size_consume_queue, self._allocator,
                               self._ext_root, self.config.mapped_file_size_consume_queue_ext,
                               self.config.warm_maped_file_enable)
+            cq.maps = self.cq_maps
             if self._reactor is not None:
                 cq.later = self._cq_later
             self.consume_queues[(topic, queue_id)] = cq
@@ -580,6 +603,7 @@ class MessageStore:
         files = [mf for mf in cq.queue.files if mf.wrote > 0]
         if not files:
             return 0
+        cq.use()
         chosen = files[-1]
         for mf in files:  # first file whose last message is at or after the time
             off, size, _ = UNIT.unpack_from(mf.mm, mf.wrote - UNIT_SIZE)
