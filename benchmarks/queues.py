@@ -3,6 +3,7 @@
     python benchmarks/queues.py                          # 200 topics x 8 queues, rmqtx: about a minute
     python benchmarks/queues.py --topics 2000 --queues 8 # the "many topics and queues" issue's case
     python benchmarks/queues.py --against java           # the same against Apache's 4.9.8 broker
+    python benchmarks/queues.py --against both --topics 12500   # 100,000 queues, rmqtx then Java, with ratios
 
 Against a fresh broker process on a fresh temp store and free ports (``twistd rmqstandalone``, or
 Apache's 4.9.8 NameServer+Broker built and started as ``vs_java.py`` does), in turn:
@@ -19,7 +20,8 @@ Apache's 4.9.8 NameServer+Broker built and started as ``vs_java.py`` does), in t
    accepts and serves routes; then a kill -9 and a start again (crash recovery). After each start
    every queue's max offset is read back and must be 1.
 
-Prints one Markdown table. The machine is shared: compare figures of one run, not across runs.
+Prints one Markdown table (with ``--against both``, rmqtx's and Java's runs one after the other, side
+by side with their ratio). The machine is shared: compare figures of one run, not across runs.
 """
 
 from __future__ import annotations
@@ -258,6 +260,9 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
         server = restart(args.against, server, base, 2)
         rows.append(("start after kill -9 (s)", f"{server.start_seconds:.2f}"))
         problems.append(check_read_back(reactor, server, topics, args.queues, failed_at, "after kill -9"))
+        rows.append(("after that start: RssAnon (MB), mapped regions, open descriptors ",
+                     "{rss_anon_kb} / {maps} / {fds}".format(**{**(f := proc_figures(broker_pid(server))),
+                                                                 "rss_anon_kb": f["rss_anon_kb"] // 1024})))
         server.close()
     except Exception as e:  # noqa: BLE001 - the figures so far are still worth printing
         problems.append(f"{type(e).__name__}: {str(e)[-300:]}")
@@ -273,34 +278,69 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
     return rows
 
 
+def _first_number(text: str) -> float | None:
+    head = text.split()[0] if text.split() else ""
+    try:
+        return float(head.rstrip(";,"))
+    except ValueError:
+        return None
+
+
+def side_by_side(ours: list[tuple[str, str]], java: list[tuple[str, str]]) -> list[tuple[str, str, str, str]]:
+    """Rows of both runs by name, with rmqtx's first figure over Java's."""
+    theirs = dict(java)
+    out = []
+    for what, figure in ours + [(w, "") for w, _ in java if w not in dict(ours)]:
+        other = theirs.get(what, "")
+        a, b = _first_number(figure), _first_number(other)
+        ratio = f"{a / b:.2f}" if a is not None and b else ""
+        out.append((what, figure, other, ratio))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--topics", type=int, default=200)
-    ap.add_argument("--queues", type=int, default=8)
+    ap.add_argument("--queues", "--queues-per-topic", type=int, default=8)
     ap.add_argument("--size", type=int, default=256, help="message body bytes")
     ap.add_argument("--conns", type=int, default=8, help="sending connections")
     ap.add_argument("--depth", type=int, default=16, help="sends in flight per connection")
     ap.add_argument("--settle", type=float, default=2.0, help="seconds between the last send and the /proc look")
-    ap.add_argument("--against", choices=("rmqtx", "java"), default="rmqtx")
+    ap.add_argument("--against", choices=("rmqtx", "java", "both"), default="rmqtx")
+    ap.add_argument("--start-timeout", type=float, default=900.0, help="seconds a (re)start may take")
     ap.add_argument("--keep", action="store_true", help="leave the temp dir (stores, logs)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, vs_java._on_sigterm)
-    if args.against == "rmqtx":
+    vs_java.START_TIMEOUT = args.start_timeout
+    if args.against != "java":
         vs_java.compile_rmqtx()
     from twisted.internet import reactor
 
     thread = threading.Thread(target=reactor.run, kwargs={"installSignalHandlers": False}, daemon=True)
     thread.start()
+    loads = [os.getloadavg()[0]]
     try:
-        rows = run(args, reactor)
+        if args.against == "both":
+            ours = run(argparse.Namespace(**{**vars(args), "against": "rmqtx"}), reactor)
+            loads.append(os.getloadavg()[0])
+            java = run(argparse.Namespace(**{**vars(args), "against": "java"}), reactor)
+        else:
+            ours = java = run(args, reactor)
     finally:
         reactor.callFromThread(reactor.stop)
+    loads.append(os.getloadavg()[0])
     print(f"\n{args.against}: {args.topics} topics x {args.queues} queues, {args.size}-byte bodies, "
-          f"{args.conns} connections x {args.depth} in flight; load average {os.getloadavg()[0]:.1f}\n")
-    print("| what | figure |\n|---|---|")
-    for what, figure in rows:
-        print(f"| {what} | {figure} |")
-    if any(what == "PROBLEM" for what, _ in rows):
+          f"{args.conns} connections x {args.depth} in flight; load average "
+          f"{' -> '.join(f'{x:.1f}' for x in loads)}\n")
+    if args.against == "both":
+        print("| what | rmqtx | Java 4.9.8 | rmqtx / Java |\n|---|---|---|---|")
+        for row in side_by_side(ours, java):
+            print("| " + " | ".join(row) + " |")
+    else:
+        print("| what | figure |\n|---|---|")
+        for what, figure in ours:
+            print(f"| {what} | {figure} |")
+    if any(what == "PROBLEM" for what, _ in ours + java):
         sys.exit(1)
 
 

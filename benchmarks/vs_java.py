@@ -177,12 +177,17 @@ class Server:
         return [p.pid for p in self.procs] + self.child_pids
 
     def wait_ready(self, t0: float) -> None:
-        wait_until(lambda: accepts(self.broker) and route_served(self.namesrv, "TBW102"), 60, f"{self.name} start", self.procs)
+        wait_until(lambda: accepts(self.broker) and route_served(self.namesrv, "TBW102"), START_TIMEOUT,
+                   f"{self.name} start", self.procs)
         self.start_seconds = time.monotonic() - t0
 
     def close(self) -> None:
         for proc in reversed(self.procs):  # broker first, as mqshutdown does
             stop(proc)
+
+
+#: Seconds a broker may take to be ready (benchmarks/queues.py raises it: a restart on a big store)
+START_TIMEOUT = 60.0
 
 
 def broker_conf(flush: str, namesrv: str, port: int, store: Path) -> dict[str, str]:
