@@ -255,7 +255,7 @@ def child_pids(pid: int) -> list[int]:
     return out
 
 
-def start_rmqtx(flush: str, tmp: Path) -> Server:
+def start_rmqtx(flush: str, tmp: Path, extra_conf: dict[str, str] | None = None) -> Server:
     tmp.mkdir(parents=True, exist_ok=True)
     taken: set[int] = set()
     ns_port, br_port = free_port(taken), free_port(taken)
@@ -265,6 +265,7 @@ def start_rmqtx(flush: str, tmp: Path) -> Server:
     conf = broker_conf(flush, server.namesrv, br_port, tmp / "store")
     for key in ("namesrvAddr", "listenPort", "storePathRootDir", "storePathCommitLog"):
         conf.pop(key)  # given on the command line / derived by rmqstandalone
+    conf.update(extra_conf or {})
     conf_path = write_props(tmp / "broker.conf", conf)
     cmd = [sys.executable, "-c", "from twisted.scripts.twistd import run; run()", "-n", "--pidfile=",
            "--logfile", str(tmp / "twistd.log"), "rmqstandalone", "-c", str(conf_path),
