@@ -118,7 +118,7 @@ class RocksUnits:
     def load_queues(self) -> dict[tuple[str, int], "RocksConsumeQueue"]:
         """Every queue with a ``max`` entry, its offsets read from the offset family (no unit read)."""
         found: dict[tuple[str, int], RocksConsumeQueue] = {}
-        mins: dict[tuple[str, int], int] = {}
+        mins: dict[tuple[str, int], tuple[int, int]] = {}
         for raw_key, value in self.offsets.items():
             parsed = parse_offset_key(bytes(raw_key))
             if parsed is None or parsed[0] == CHECKPOINT_TOPIC:
@@ -133,10 +133,11 @@ class RocksUnits:
                 cq.min_written = True
                 found[(topic, qid)] = cq
             elif kind == b"min":
-                mins[(topic, qid)] = cq_offset
-        for key, low in mins.items():
+                mins[(topic, qid)] = (phys, cq_offset)
+        for key, (phys, low) in mins.items():
             if key in found:
                 found[key].low = low
+                found[key].min_unit_phys = phys  # retention need not read the unit to know it
         return found
 
     # ---- write --------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import time
 
 from twisted.internet import defer
 from twisted.trial import unittest
@@ -159,3 +160,36 @@ class RocksBrokerTest(unittest.TestCase):
 
     def test_send_pull_restart_kill(self):
         return defer.ensureDeferred(self.scenario())
+
+
+class RocksRetentionTest(unittest.TestCase):
+    """Commit-log files deleted: each queue's first readable unit moves past their records, and stays so."""
+
+    def setUp(self) -> None:
+        self.now = time.time()
+        self.ts = TempStore(store_type="defaultRocksDB")
+        self.addCleanup(self.ts.close)
+        self.ts.store.shutdown()
+        self.ts.store = self.ts.open(clock=lambda: self.now)
+
+    def test_expired(self) -> None:
+        store = self.ts.store
+        for i in range(300):
+            put_sync(store, msg("R", i % 2, os.urandom(900)))
+        store.flush.flush_commit_log_now()
+        self.now += 73 * 3600
+        store.run_retention_now()
+        min_phy = store.min_phy_offset
+        self.assertGreater(min_phy, 0)
+        for q in (0, 1):
+            lo = store.get_min_offset_in_queue("R", q)
+            self.assertGreater(lo, 0)
+            r = store.get_message("R", q, lo, 1)
+            self.assertEqual(r.status, GetStatus.FOUND)
+            self.assertGreaterEqual(decode_record(r.messages[0]).physical_offset, min_phy)
+            self.assertEqual(store.get_message("R", q, 0, 1).status, GetStatus.OFFSET_TOO_SMALL)
+        lows = {q: store.get_min_offset_in_queue("R", q) for q in (0, 1)}
+        store.shutdown()
+        self.ts.store = store = self.ts.open(clock=lambda: self.now)
+        self.assertEqual({q: store.get_min_offset_in_queue("R", q) for q in (0, 1)}, lows)
+        self.assertEqual(store.get_max_offset_in_queue("R", 1), 150)
