@@ -333,6 +333,8 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
 
 
 def _first_number(text: str) -> float | None:
+    """The figure a ratio compares: the first number, or in "a -> b -> c" the last stage's."""
+    text = text.split("->")[-1]
     head = text.split()[0] if text.split() else ""
     try:
         return float(head.rstrip(";,"))

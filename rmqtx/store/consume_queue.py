@@ -80,9 +80,9 @@ def _valid(off: int, size: int) -> bool:
     return off >= 0 and size > 0
 
 
-def _units_end(mf: MappedFile) -> tuple[int, tuple[int, int] | None, int]:
-    """Where the valid units of an unmapped file end, the last one's (offset, size) and the first
-    one's offset (-1 when none), read with
+def _units_end(mf: MappedFile) -> tuple[int, tuple[int, int] | None, int, bool]:
+    """Where the valid units of an unmapped file end, the last one's (offset, size), the first
+    one's offset (-1 when none) and whether bytes follow the end (a half-written unit), read with
     pread: its first page, which holds all of a queue of few messages, else a binary search
     (units are written in order, the rest of the file is zeros)."""
     size = mf.file_size
@@ -99,7 +99,7 @@ def _units_end(mf: MappedFile) -> tuple[int, tuple[int, int] | None, int]:
         while pos < n:
             off, length, _ = UNIT.unpack_from(head, pos)
             if not _valid(off, length):
-                return pos, last, first
+                return pos, last, first, any(head[pos:pos + UNIT_SIZE])
             if last is None:
                 first = off
             last = (off, length)
@@ -116,7 +116,8 @@ def _units_end(mf: MappedFile) -> tuple[int, tuple[int, int] | None, int]:
         if lo > 0:
             off, length, _ = UNIT.unpack(os.pread(fd, UNIT_SIZE, (lo - 1) * UNIT_SIZE))
             last = (off, length)
-        return lo * UNIT_SIZE, last, first
+        torn = lo * UNIT_SIZE < size and any(os.pread(fd, UNIT_SIZE, lo * UNIT_SIZE))
+        return lo * UNIT_SIZE, last, first, torn
     finally:
         os.close(fd)
 
@@ -229,8 +230,9 @@ class ConsumeQueue:
         files = self.queue.files
         start = max(0, len(files) - 3)
         end = files[start].from_offset
+        torn = False
         for mf in files[start:]:
-            pos, last, first = _units_end(mf)
+            pos, last, first, torn = _units_end(mf)
             if last is not None:
                 self.max_physic_offset = last[0] + last[1]
             if mf is files[0] and self.min_logic_offset <= mf.from_offset:
@@ -240,10 +242,9 @@ class ConsumeQueue:
                 break
         self.queue.truncate_dirty(end)
         last_mf = self.queue.last
-        if last_mf is not None and last_mf.wrote < self.file_size:
-            if any(last_mf.pread(last_mf.wrote, UNIT_SIZE)):  # a half-written unit past the end
-                self.use()
-                self._zero_garbage(last_mf, last_mf.wrote)
+        if torn and last_mf is not None and last_mf.wrote < self.file_size:  # a half-written unit past the end
+            self.use()
+            self._zero_garbage(last_mf, last_mf.wrote)
         self.queue.flushed_where = self.queue.max_offset
 
     def _last_ext_addr(self) -> int | None:
