@@ -328,7 +328,7 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
             print(f"kept {base}", file=sys.stderr)
     for p in problems:
         if p:
-            rows.append(("PROBLEM", p))
+            rows.append(("PROBLEM", " ".join(p.split())))  # one table cell
     return rows
 
 
