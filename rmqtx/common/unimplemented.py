@@ -48,7 +48,8 @@ BROKER: tuple[Unimplemented, ...] = (
     Unimplemented("inSyncReplicas", _above(2), "a SYNC_MASTER waiting for more than one slave"),
     Unimplemented("minInSyncReplicas", _above(1), "a minimum of in-sync replicas (controller mode)"),
     Unimplemented("enableDLegerCommitLog", _true, "DLedger commit log mode"),
-    Unimplemented("storeType", _not("default"), "a consume queue store other than the file store (storeType=default)"),
+    Unimplemented("storeType", _not("default", "defaultRocksDB"),
+                  "a store other than the file store or RocksDB consume queues (storeType=default or defaultRocksDB)"),
 )
 
 #: NameServer keys (Apache 5.x's NamesrvConfig).
