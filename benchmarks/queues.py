@@ -3,6 +3,8 @@
     python benchmarks/queues.py                          # 200 topics x 8 queues, rmqtx: about a minute
     python benchmarks/queues.py --topics 2000 --queues 8 # the "many topics and queues" issue's case
     python benchmarks/queues.py --against java           # the same against Apache's 4.9.8 broker
+    python benchmarks/queues.py --against both --topics 12500   # 100,000 queues, rmqtx then Java, with ratios
+    python benchmarks/queues.py --topics 125000 --store-type defaultRocksDB --consume   # the million queues
 
 Against a fresh broker process on a fresh temp store and free ports (``twistd rmqstandalone``, or
 Apache's 4.9.8 NameServer+Broker built and started as ``vs_java.py`` does), in turn:
@@ -17,9 +19,14 @@ Apache's 4.9.8 NameServer+Broker built and started as ``vs_java.py`` does), in t
    step 1, after it and after step 2 (``--settle`` seconds later);
 4. restart time: a clean stop (SIGTERM, waited for) then a start on the same store until the broker
    accepts and serves routes; then a kill -9 and a start again (crash recovery). After each start
-   every queue's max offset is read back and must be 1.
+   every queue's max offset is read back and must be 1;
+5. with ``--consume``, every queue's message pulled back (PULL_MESSAGE from offset 0, ``--conns``
+   connections x ``--depth`` in flight) after the last start: the time and the broker's peak RSS.
 
-Prints one Markdown table. The machine is shared: compare figures of one run, not across runs.
+``--store-type defaultRocksDB`` starts rmqtx with its RocksDB consume queues (the rocksdb extra).
+
+Prints one Markdown table (with ``--against both``, rmqtx's and Java's runs one after the other, side
+by side with their ratio). The machine is shared: compare figures of one run, not across runs.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from testkit import procs  # noqa: E402
 from twisted.internet import defer  # noqa: E402
 
 from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode  # noqa: E402
-from rmqtx.remoting.headers import SendMessageRequestHeader, send_header_to_v2  # noqa: E402
+from rmqtx.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader, send_header_to_v2  # noqa: E402
 
 PREFIX = "QBench"
 
@@ -162,20 +169,61 @@ JAVA_OPENS = ["--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.ba
               "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED", "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED"]
 
 
-def start(against: str, tmp: Path) -> vs_java.Server:
+def start(against: str, tmp: Path, store_type: str = "default") -> vs_java.Server:
     if against == "java":
         if not set(JAVA_OPENS) <= set(vs_java.BROKER_OPTS):
             vs_java.BROKER_OPTS += JAVA_OPENS
         return vs_java.start_java(vs_java.java_classpaths(), "ASYNC_FLUSH", tmp)
-    return vs_java.start_rmqtx("ASYNC_FLUSH", tmp)
+    return vs_java.start_rmqtx("ASYNC_FLUSH", tmp, {"storeType": store_type})
 
 
-def restart(against: str, old: vs_java.Server, base: Path, n: int) -> vs_java.Server:
+def restart(against: str, old: vs_java.Server, base: Path, n: int, store_type: str = "default") -> vs_java.Server:
     """A start on the old server's store (moved into a new run directory: the starters lay out their own)."""
     tmp = base / f"run{n}"
     tmp.mkdir()
     shutil.move(str(old.tmp / "store"), str(tmp / "store"))
-    return start(against, tmp)
+    return start(against, tmp, store_type)
+
+
+def pull_request(topic: str, queue_id: int) -> RemotingCommand:
+    header = PullMessageRequestHeader(
+        consumerGroup="C_queues", topic=topic, queueId=queue_id, queueOffset=0, maxMsgNums=32, sysFlag=0x4,
+        commitOffset=0, suspendTimeoutMillis=0, subscription="*", subVersion=0, expressionType="TAG")
+    return header.apply_to(RemotingCommand(RequestCode.PULL_MESSAGE))
+
+
+async def consume_all(reactor, broker: str, topics: list[str], queues: int, conns: int, depth: int,
+                      failed: set[tuple[str, int]]) -> tuple[float, int]:
+    """Pull every queue from offset 0; (seconds, queues whose pull did not bring back its one message)."""
+    work = [(t, q) for q in range(queues) for t in topics if (t, q) not in failed]
+    clients = [RemotingClient(reactor) for _ in range(conns)]
+    wrong = 0
+    t0 = time.monotonic()
+
+    async def lane(c: int, k: int) -> None:
+        nonlocal wrong
+        for n in range(c * depth + k, len(work), conns * depth):
+            topic, qid = work[n]
+            resp = await clients[c].invoke(broker, pull_request(topic, qid), timeout=600)
+            if resp.code != ResponseCode.SUCCESS or not resp.body:
+                wrong += 1
+                if wrong <= 3:
+                    print(f"pull {topic}/{qid}: {resp.code} {resp.remark}", file=sys.stderr)
+
+    try:
+        await defer.gatherResults([defer.ensureDeferred(lane(c, k)) for c in range(conns) for k in range(depth)],
+                                  consumeErrors=True)
+        return time.monotonic() - t0, wrong
+    finally:
+        for client in clients:
+            await client.close()
+
+
+def peak_rss_mb(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    return 0
 
 
 def kill9(server: vs_java.Server) -> None:
@@ -217,7 +265,7 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
     rows = Rows()
     problems: list[str] = []
     try:
-        server = start(args.against, base / "run0")
+        server = start(args.against, base / "run0", args.store_type)
         rows.append(("first start (s)", f"{server.start_seconds:.2f}"))
         pid = broker_pid(server)
         before = proc_figures(pid)
@@ -248,16 +296,27 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
         t0 = time.monotonic()
         server.close()
         rows.append(("clean stop (s)", f"{time.monotonic() - t0:.2f}"))
-        server = restart(args.against, server, base, 1)
+        server = restart(args.against, server, base, 1, args.store_type)
         rows.append(("start after a clean stop (s)", f"{server.start_seconds:.2f}"))
         problems.append(check_read_back(reactor, server, topics, args.queues, failed_at, "after a clean stop"))
         rows.append(("after that start: RssAnon (MB), mapped regions, open descriptors",
                      "{rss_anon_kb} / {maps} / {fds}".format(**{**(f := proc_figures(broker_pid(server))),
                                                                  "rss_anon_kb": f["rss_anon_kb"] // 1024})))
         kill9(server)
-        server = restart(args.against, server, base, 2)
+        server = restart(args.against, server, base, 2, args.store_type)
         rows.append(("start after kill -9 (s)", f"{server.start_seconds:.2f}"))
         problems.append(check_read_back(reactor, server, topics, args.queues, failed_at, "after kill -9"))
+        rows.append(("after that start: RssAnon (MB), mapped regions, open descriptors ",
+                     "{rss_anon_kb} / {maps} / {fds}".format(**{**(f := proc_figures(broker_pid(server))),
+                                                                 "rss_anon_kb": f["rss_anon_kb"] // 1024})))
+        if args.consume:
+            seconds, wrong = wait(reactor, consume_all(reactor, server.broker, topics, args.queues, args.conns,
+                                                       args.depth, failed_at))
+            rows.append(("pull every queue's message back (s)",
+                         f"{seconds:.1f} ({(total - len(failed_at)) / seconds:.0f}/s), {wrong} wrong"))
+            if wrong:
+                problems.append(f"{wrong} pulls did not bring back their queue's message")
+            rows.append(("broker's peak RSS over its last start (MB)", f"{peak_rss_mb(broker_pid(server))}"))
         server.close()
     except Exception as e:  # noqa: BLE001 - the figures so far are still worth printing
         problems.append(f"{type(e).__name__}: {str(e)[-300:]}")
@@ -269,38 +328,79 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
             print(f"kept {base}", file=sys.stderr)
     for p in problems:
         if p:
-            rows.append(("PROBLEM", p))
+            rows.append(("PROBLEM", " ".join(p.split())))  # one table cell
     return rows
+
+
+def _first_number(text: str) -> float | None:
+    """The figure a ratio compares: the first number, or in "a -> b -> c" the last stage's."""
+    text = text.split("->")[-1]
+    head = text.split()[0] if text.split() else ""
+    try:
+        return float(head.rstrip(";,"))
+    except ValueError:
+        return None
+
+
+def side_by_side(ours: list[tuple[str, str]], java: list[tuple[str, str]]) -> list[tuple[str, str, str, str]]:
+    """Rows of both runs by name, with rmqtx's first figure over Java's."""
+    theirs = dict(java)
+    out = []
+    for what, figure in ours + [(w, "") for w, _ in java if w not in dict(ours)]:
+        other = theirs.get(what, "")
+        a, b = _first_number(figure), _first_number(other)
+        ratio = f"{a / b:.2f}" if a is not None and b else ""
+        out.append((what, figure, other, ratio))
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--topics", type=int, default=200)
-    ap.add_argument("--queues", type=int, default=8)
+    ap.add_argument("--queues", "--queues-per-topic", type=int, default=8)
     ap.add_argument("--size", type=int, default=256, help="message body bytes")
     ap.add_argument("--conns", type=int, default=8, help="sending connections")
     ap.add_argument("--depth", type=int, default=16, help="sends in flight per connection")
     ap.add_argument("--settle", type=float, default=2.0, help="seconds between the last send and the /proc look")
-    ap.add_argument("--against", choices=("rmqtx", "java"), default="rmqtx")
+    ap.add_argument("--against", choices=("rmqtx", "java", "both"), default="rmqtx")
+    ap.add_argument("--store-type", choices=("default", "defaultRocksDB"), default="default",
+                    help="rmqtx's storeType (Java 4.9.8 has the file store only)")
+    ap.add_argument("--consume", action="store_true", help="after the last start, pull every queue's message back")
+    ap.add_argument("--start-timeout", type=float, default=900.0, help="seconds a (re)start may take")
     ap.add_argument("--keep", action="store_true", help="leave the temp dir (stores, logs)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, vs_java._on_sigterm)
-    if args.against == "rmqtx":
+    vs_java.START_TIMEOUT = args.start_timeout
+    if args.against != "java":
         vs_java.compile_rmqtx()
     from twisted.internet import reactor
 
     thread = threading.Thread(target=reactor.run, kwargs={"installSignalHandlers": False}, daemon=True)
     thread.start()
+    loads = [os.getloadavg()[0]]
     try:
-        rows = run(args, reactor)
+        if args.against == "both":
+            ours = run(argparse.Namespace(**{**vars(args), "against": "rmqtx"}), reactor)
+            loads.append(os.getloadavg()[0])
+            java = run(argparse.Namespace(**{**vars(args), "against": "java"}), reactor)
+        else:
+            ours = java = run(args, reactor)
     finally:
         reactor.callFromThread(reactor.stop)
-    print(f"\n{args.against}: {args.topics} topics x {args.queues} queues, {args.size}-byte bodies, "
-          f"{args.conns} connections x {args.depth} in flight; load average {os.getloadavg()[0]:.1f}\n")
-    print("| what | figure |\n|---|---|")
-    for what, figure in rows:
-        print(f"| {what} | {figure} |")
-    if any(what == "PROBLEM" for what, _ in rows):
+    loads.append(os.getloadavg()[0])
+    print(f"\n{args.against} (storeType={args.store_type}): {args.topics} topics x {args.queues} queues, "
+          f"{args.size}-byte bodies, "
+          f"{args.conns} connections x {args.depth} in flight; load average "
+          f"{' -> '.join(f'{x:.1f}' for x in loads)}\n")
+    if args.against == "both":
+        print("| what | rmqtx | Java 4.9.8 | rmqtx / Java |\n|---|---|---|---|")
+        for row in side_by_side(ours, java):
+            print("| " + " | ".join(row) + " |")
+    else:
+        print("| what | figure |\n|---|---|")
+        for what, figure in ours:
+            print(f"| {what} | {figure} |")
+    if any(what == "PROBLEM" for what, _ in ours + java):
         sys.exit(1)
 
 

@@ -97,14 +97,57 @@ class StandaloneOptions(usage.Options):
             raise usage.UsageError(f"--brokers must be 1 or more, not {self['brokers']}")
 
 
+class ControllerOptions(usage.Options):
+    synopsis = "-c controller.conf"
+    longdesc = "Run an Apache RocketMQ 5.x compatible controller node (controller mode; needs the 'controller' extra)."
+    optParameters = [
+        ["config", "c", None, "key=value file with Apache's ControllerConfig key names"],
+    ]
+
+    def properties(self) -> dict[str, str]:
+        return _read(self["config"], "controller.conf") if self["config"] else {}
+
+
+def make_controller(props: dict[str, str], file: str = "controller.conf") -> service.Service:
+    """One controller node; a missing 'controller' extra (pysyncobj) stops start-up in one line."""
+    try:
+        importlib.import_module("pysyncobj")
+    except ImportError as e:
+        raise missing_extra("the controller", "controller", e) from None
+    from rmqtx.controller.config import ControllerConfig
+    from rmqtx.controller.service import ControllerService
+
+    try:
+        return ControllerService(ControllerConfig.from_properties(props, file))
+    except ValueError as e:
+        raise StartupError(str(e)) from None
+
+
 def make_namesrv(props: dict[str, str]) -> "NamesrvService":
+    """The NameServer; with ``enableControllerInNamesrv=true`` a controller node (the same file's
+    ControllerConfig keys) runs as its child service, as Apache's NamesrvStartup embeds one."""
     from rmqtx.namesrv.config import NamesrvConfig
     from rmqtx.namesrv.service import NamesrvService
 
+    props = dict(props)
+    controller = None
+    if props.get("enableControllerInNamesrv", "").strip().lower() == "true":
+        from dataclasses import fields
+
+        from rmqtx.controller.config import JAVA_ONLY, ControllerConfig
+
+        controller_props = {}
+        for key in {f.name for f in fields(ControllerConfig)} | JAVA_ONLY:
+            if key in props and key != "listenPort":  # listenPort is the NameServer's
+                controller_props[key] = props.pop(key)
+        controller = make_controller(controller_props, "namesrv.conf")
     try:
-        return NamesrvService(NamesrvConfig.from_properties(props))
+        namesrv = NamesrvService(NamesrvConfig.from_properties(props))
     except ValueError as e:
         raise StartupError(str(e)) from None
+    if controller is not None:
+        controller.setServiceParent(namesrv)  # starts once the NameServer listens, stops with it
+    return namesrv
 
 
 def make_broker(props: dict[str, str]) -> OrderedServices:

@@ -2,7 +2,8 @@
 modules of rmqtx/, interop/ or testkit/; rmqtx's layers import only downwards; and the top-level
 packages keep apart (tests and benchmarks share testkit/, never each other).
 
-rmqtx's layers, lowest first: ``common`` (with ``accel``) <- ``remoting`` <- ``namesrv``; ``common``
+rmqtx's layers, lowest first: ``common`` (with ``accel``) <- ``remoting`` <- ``namesrv`` (and ``controller``,
+which nothing but the launcher imports); ``common``
 <- ``store`` <- ``broker``. ``store`` imports only ``common`` (and ``accel``); ``remoting`` knows no
 broker, store or NameServer; nothing but ``rmqtx/launcher.py`` imports ``rmqtx.console`` or
 ``rmqtx.grpc`` (the console and the gRPC endpoint sit on top of the broker, started beside it).
@@ -32,8 +33,9 @@ MAY_IMPORT_ONLY = {
 }
 #: rmqtx layer -> layers above or beside it that it must not import.
 MUST_NOT_IMPORT = {
-    "namesrv": {"broker", "store", "client", "console", "grpc", "spark", "tools", "launcher"},
-    "broker": {"namesrv", "spark", "tools", "launcher"},
+    "namesrv": {"broker", "store", "client", "console", "grpc", "spark", "tools", "launcher", "controller"},
+    "broker": {"namesrv", "spark", "tools", "launcher", "controller"},
+    "controller": {"broker", "store", "namesrv", "client", "console", "grpc", "spark", "tools", "launcher"},
 }
 #: The only module outside them that may import rmqtx.console and rmqtx.grpc.
 CONSOLE_GRPC_IMPORTER = "rmqtx.launcher"

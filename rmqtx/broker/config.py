@@ -30,6 +30,7 @@ from rmqtx.broker.pop.settings import PopSettings
 from rmqtx.common import unimplemented
 from rmqtx.common.properties import bool_setting, parse_bool
 from rmqtx.remoting.tls import TlsSettings
+from rmqtx.store.config import OWN_KEYS as STORE_OWN_KEYS
 from rmqtx.store.config import StoreConfig
 from rmqtx.store.timer import KEYS as TIMER_KEYS
 from rmqtx.store.timer import TimerConfig
@@ -66,7 +67,7 @@ STORE_KEYS = frozenset(
         "accessMessageInMemoryMaxRatio",
         "warmMapedFileEnable",
     }
-) | TIMER_KEYS
+) | TIMER_KEYS | STORE_OWN_KEYS
 
 #: Keys rmqtx adds: the gRPC endpoint of rmqtx.grpc (off unless grpcPort is set).
 GRPC_KEYS = GRPC_SETTING_KEYS  # grpcPort, grpcListenAddress and Apache's proxy limits (rmqtx.broker.grpc_settings)

@@ -144,6 +144,13 @@ class SubscriptionGroupManager:
         self.persist()
         return group
 
+    def put_all(self, groups: list[SubscriptionGroupConfig]) -> None:
+        """Several groups at once (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST): one version bump, one write."""
+        for group in groups:
+            self.table[group.groupName] = group
+        self.data_version.next()
+        self.persist()
+
     def delete(self, group: str) -> bool:
         if self.table.pop(group, None) is None:
             return False

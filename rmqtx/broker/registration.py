@@ -46,14 +46,15 @@ class NamesrvRegistrar:
         #: Called with each NameServer's REGISTER_BROKER answer (a slave learns its master from it).
         self.on_registered: list = []
 
-    def _body(self, only: TopicConfig | None = None) -> bytes:
+    def _body(self, only: list[TopicConfig] | None = None) -> bytes:
         """RegisterBrokerBody in fastjson's bytes, as Java's broker sends it: the whole topic table in its
-        bucket order, or (``registerIncrementBrokerData``) only the topic just created or changed."""
+        bucket order, or (``registerIncrementBrokerData``) only the topics just created or changed."""
         wrapper = self.topics.wire_json() if only is None else {
-            "dataVersion": self.topics.data_version.to_json(), "topicConfigTable": JavaMap({only.topicName: only.to_json()})}
+            "dataVersion": self.topics.data_version.to_json(),
+            "topicConfigTable": JavaMap({tc.topicName: tc.to_json() for tc in only})}
         return fastjson.dumps({"filterServerList": [], "topicConfigSerializeWrapper": wrapper})
 
-    def _register_request(self, oneway: bool, only: TopicConfig | None = None) -> RemotingCommand:
+    def _register_request(self, oneway: bool, only: list[TopicConfig] | None = None) -> RemotingCommand:
         body = self._body(only)
         header = RegisterBrokerRequestHeader(
             brokerName=self.config.brokerName,
@@ -74,9 +75,13 @@ class NamesrvRegistrar:
         """Tell each NameServer about one new or changed topic only, with the new data version (Java's
         registerIncrementBrokerData after UPDATE_AND_CREATE_TOPIC): a NameServer keeps the broker's
         other topics, and sending the whole table per created topic made creating N topics O(N^2)."""
-        return defer.gatherResults([self._register(addr, True, topic_config) for addr in self.config.namesrv_addrs])
+        return self.register_topics([topic_config])
 
-    def _register(self, addr: str, oneway: bool, only: TopicConfig | None = None) -> "defer.Deferred":
+    def register_topics(self, topic_configs: list[TopicConfig]) -> "defer.Deferred[list]":
+        """The same for several topics in one registration (after UPDATE_AND_CREATE_TOPIC_LIST)."""
+        return defer.gatherResults([self._register(addr, True, topic_configs) for addr in self.config.namesrv_addrs])
+
+    def _register(self, addr: str, oneway: bool, only: list[TopicConfig] | None = None) -> "defer.Deferred":
         request = self._register_request(oneway, only)
         d: defer.Deferred[Any]
         if oneway:

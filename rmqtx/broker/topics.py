@@ -114,6 +114,13 @@ class TopicConfigManager:
         self.data_version.next()
         self.persist()
 
+    def put_all(self, tcs: list[TopicConfig]) -> None:
+        """Add or replace several topics at once (UPDATE_AND_CREATE_TOPIC_LIST): one version bump, one write."""
+        for tc in tcs:
+            self.table[tc.topicName] = tc
+        self.data_version.next()
+        self.persist()
+
     def delete(self, topic: str) -> bool:
         if self.table.pop(topic, None) is None:
             return False

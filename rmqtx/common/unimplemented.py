@@ -41,20 +41,19 @@ class Unimplemented:
 
 #: Broker keys (Apache 5.3-5.5's BrokerConfig, AuthConfig and MessageStoreConfig).
 BROKER: tuple[Unimplemented, ...] = (
-    Unimplemented("enableControllerMode", _true, "controller mode (5.x automatic master failover)"),
+    Unimplemented("enableControllerMode", _true, "controller mode on an rmqtx broker (5.x automatic master failover; rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
     Unimplemented("enableSlaveActingMaster", _true, "slave-acting-master mode"),
     Unimplemented("enableAutoInSyncReplicas", _true, "automatic in-sync replicas"),
     Unimplemented("allAckInSyncStateSet", _true, "acks from the whole sync-state set (controller mode)"),
     Unimplemented("inSyncReplicas", _above(2), "a SYNC_MASTER waiting for more than one slave"),
     Unimplemented("minInSyncReplicas", _above(1), "a minimum of in-sync replicas (controller mode)"),
     Unimplemented("enableDLegerCommitLog", _true, "DLedger commit log mode"),
-    Unimplemented("storeType", _not("default"), "a consume queue store other than the file store (storeType=default)"),
+    Unimplemented("storeType", _not("default", "defaultRocksDB"),
+                  "a store other than the file store or RocksDB consume queues (storeType=default or defaultRocksDB)"),
 )
 
 #: NameServer keys (Apache 5.x's NamesrvConfig).
-NAMESRV: tuple[Unimplemented, ...] = (
-    Unimplemented("enableControllerInNamesrv", _true, "a controller embedded in the NameServer (controller mode)"),
-)
+NAMESRV: tuple[Unimplemented, ...] = ()  # enableControllerInNamesrv is honoured: the launcher embeds rmqtx.controller
 
 #: The other Apache 5.x keys of the same features: harmless while the features above are off.
 BROKER_COMPANION_KEYS = frozenset(

@@ -42,6 +42,8 @@ class NamesrvConfig:
     serverChannelMaxIdleTimeSeconds: int = 120
     #: UPDATE_NAMESRV_CONFIG is refused unless the operator turns this on.
     enableUpdateNamesrvConfig: bool = False
+    #: A controller in the same process (launcher.make_namesrv adds it; its keys are Apache's ControllerConfig's).
+    enableControllerInNamesrv: bool = False
     #: The ``tls.*`` keys (Java's TLS property names; see rmqtx.remoting.tls), kept as given.
     tls: dict[str, str] = field(default_factory=dict)
 

@@ -135,6 +135,8 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
     topic: str
     queueId: int
     bname: Optional[str] = None
+    #: 5.x: false asks for QUERY_NOT_FOUND rather than offset 0 when the group has no offset.
+    setZeroIfNotFound: Optional[bool] = None
 
 
 @dataclass(slots=True)

@@ -15,6 +15,10 @@ _ALIASES = {
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
     "checkCRCOnRecover": "check_crc_on_recover",  # Java's own spelling, not plain camel case
 }
+#: Settings 4.9.8 lacks (rmqtx's own, Apache 5.x's): read from broker.conf, left out of the 4.9.8
+#: listing (GET_BROKER_CONFIG).
+OWN_KEYS = frozenset({"mappedConsumeQueueFilesMax", "storeType"})
+STORE_TYPES = ("default", "defaultRocksDB")
 #: Snake-case fields whose Java key is not their plain camel case.
 _JAVA_KEYS = {"check_crc_on_recover": "checkCRCOnRecover"}
 
@@ -63,6 +67,11 @@ class StoreConfig:
     #: Java's warmMapedFileEnable: off, new store files are sparse; on, their blocks are reserved at creation.
     warm_maped_file_enable: bool = False
     message_delay_level: str = DEFAULT_DELAY_LEVELS
+    #: rmqtx's own: at most this many consume-queue files mapped (a descriptor and a map area each);
+    #: idle queues are unmapped and mapped again on use. 0: every file mapped from start, as Java does.
+    mapped_consume_queue_files_max: int = 4096
+    #: Apache 5.x's: "default" (4.x consume-queue files) or "defaultRocksDB" (units in RocksDB, the rocksdb extra)
+    store_type: str = "default"
     # HA (master/slave replication), Java's MessageStoreConfig names and defaults.
     broker_role: str = "ASYNC_MASTER"
     ha_listen_port: int = 0  # 0: listenPort + 1, as Java's BrokerStartup sets it
@@ -78,6 +87,15 @@ class StoreConfig:
         # Java rounds the consume queue file size up to whole 20-byte units.
         units = -(-self.mapped_file_size_consume_queue // CQ_UNIT_SIZE)
         object.__setattr__(self, "mapped_file_size_consume_queue", units * CQ_UNIT_SIZE)
+        if self.store_type not in STORE_TYPES:
+            raise ValueError(f"store setting storeType={self.store_type} is neither of {', '.join(STORE_TYPES)}")
+        if self.store_type == "defaultRocksDB" and self.enable_consume_queue_ext:
+            raise ValueError("storeType=defaultRocksDB keeps no consume queue ext files: "
+                             "enableConsumeQueueExt (and enableCalcFilterBitMap) must be false")
+
+    @property
+    def rocksdb_queues(self) -> bool:
+        return self.store_type == "defaultRocksDB"
 
     @property
     def commit_log_dir(self) -> str:
@@ -137,7 +155,7 @@ class StoreConfig:
         """RocketMQ key names to string values (for getBrokerConfig-style answers)."""
         out = {}
         for f in dataclasses.fields(self):
-            if f.name == "extra":
+            if f.name == "extra" or _camel(f.name) in OWN_KEYS:
                 continue
             v = getattr(self, f.name)
             if v is None and f.name == "ha_master_address":

@@ -11,7 +11,8 @@ from typing import Callable
 from rmqtx.accel import accel
 
 from .consume_queue_ext import ConsumeQueueExt, is_ext_addr
-from .mapped_file import MappedFile, MappedFileQueue
+from .cq_maps import MappedQueues
+from .mapped_file import MappedFile, MappedFileQueue, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,55 @@ if accel is not None:
     scan_units = accel.scan_units  # noqa: F811
 
 
+_HEAD_READ = 4096
+
+
+def _valid(off: int, size: int) -> bool:
+    return off >= 0 and size > 0
+
+
+def _units_end(mf: MappedFile) -> tuple[int, tuple[int, int] | None, int, bool]:
+    """Where the valid units of an unmapped file end, the last one's (offset, size), the first
+    one's offset (-1 when none) and whether bytes follow the end (a half-written unit), read with
+    pread: its first page, which holds all of a queue of few messages, else a binary search
+    (units are written in order, the rest of the file is zeros)."""
+    size = mf.file_size
+    fd = os.open(mf.path, os.O_RDONLY)
+    try:
+        actual = os.fstat(fd).st_size
+        if actual != size:
+            raise StoreError(f"{mf.path}: size {actual} differs from the configured {size}")
+        head = os.pread(fd, min(_HEAD_READ, size), 0)
+        pos = 0
+        last = None
+        first = -1
+        n = len(head) - len(head) % UNIT_SIZE
+        while pos < n:
+            off, length, _ = UNIT.unpack_from(head, pos)
+            if not _valid(off, length):
+                return pos, last, first, any(head[pos:pos + UNIT_SIZE])
+            if last is None:
+                first = off
+            last = (off, length)
+            last = (off, length)
+            pos += UNIT_SIZE
+        lo, hi = pos // UNIT_SIZE, size // UNIT_SIZE  # unit lo - 1 is valid; find the first invalid one
+        while lo < hi:
+            mid = (lo + hi) // 2
+            off, length, _ = UNIT.unpack(os.pread(fd, UNIT_SIZE, mid * UNIT_SIZE))
+            if _valid(off, length):
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo > 0:
+            off, length, _ = UNIT.unpack(os.pread(fd, UNIT_SIZE, (lo - 1) * UNIT_SIZE))
+            last = (off, length)
+        torn = lo * UNIT_SIZE < size and any(os.pread(fd, UNIT_SIZE, lo * UNIT_SIZE))
+        return lo * UNIT_SIZE, last, first, torn
+    finally:
+        os.close(fd)
+
+
 class ConsumeQueue:
     """One topic/queue's index of commit log positions, numbered by consume queue offset.
 
@@ -80,7 +130,7 @@ class ConsumeQueue:
 
     # slots: one per queue that has had a message, tens of thousands on a busy broker (docs/many-queues.md)
     __slots__ = ("topic", "queue_id", "file_size", "queue", "ext", "max_physic_offset", "min_logic_offset",
-                 "_prealloc_mark", "later", "_pending")
+                 "_prealloc_mark", "later", "_pending", "mapped", "used", "charged", "maps", "min_unit_phys")
 
     def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int,
                  allocator: Executor | None = None, ext_root: str | None = None, ext_file_size: int = 0,
@@ -103,18 +153,57 @@ class ConsumeQueue:
         self.later: Callable[["ConsumeQueue", Future | None], None] | None = None
         #: Units (in order) that wait for a file being made; None when none waits.
         self._pending: list[tuple] | None = None
+        #: False while the files are not mapped (loaded lazily, or unmapped as idle): :meth:`use` maps them.
+        self.mapped = False
+        self.used = False  # used since the bound's ring last passed (cq_maps)
+        self.charged = 0  # files the bound counts for this queue
+        #: The store's bound on mapped files, or None: then files stay mapped once mapped.
+        self.maps: MappedQueues | None = None
+        #: Commit log offset of the first readable unit, -1 when not known: retention's look at an
+        #: unmapped queue need not map it while the commit log has not been cut past this.
+        self.min_unit_phys = -1
 
     # ---- lifecycle ------------------------------------------------------------------------
 
-    def load(self) -> None:
-        self.queue.load()
+    def load(self, mapped: bool = True) -> None:
+        """List (and with ``mapped`` map) the files; with ext files, always mapped."""
+        if self.ext is not None:
+            mapped = True
+        self.queue.load(mapped)
+        self.mapped = mapped
         if self.ext is not None:
             self.ext.load()
 
+    def use(self) -> None:
+        """Map the files if they are not (reactor thread): before any access to a file's ``mm``."""
+        self.used = True
+        if not self.mapped:
+            for mf in self.queue.files:
+                mf.map(self.queue.readahead)
+            self.mapped = True
+            if self.maps is not None:
+                self.maps.add(self, len(self.queue.files) or 1)
+
+    def unmap(self) -> bool:
+        """Unmap the files (an idle queue); False when it cannot be now (ext files are kept mapped)."""
+        if self.ext is not None:
+            return False
+        for mf in self.queue.files:
+            mf.unmap()
+        self.mapped = False
+        return True
+
     def recover(self) -> None:
-        """Find the end of valid units in the last files (units must have offset >= 0, size > 0)."""
+        """Find the end of valid units in the last files (units must have offset >= 0, size > 0).
+
+        An unmapped queue's files are read, not mapped (a broker of 100,000 queues restarts
+        without mapping them): the last file's first page, and a binary search when it is fuller.
+        """
         files = self.queue.files
         if not files:
+            return
+        if not self.mapped:
+            self._recover_unmapped()
             return
         start = max(0, len(files) - 3)
         end = files[start].from_offset
@@ -137,6 +226,27 @@ class ConsumeQueue:
         if self.ext is not None:
             self.ext.recover(self._last_ext_addr())
 
+    def _recover_unmapped(self) -> None:
+        files = self.queue.files
+        start = max(0, len(files) - 3)
+        end = files[start].from_offset
+        torn = False
+        for mf in files[start:]:
+            pos, last, first, torn = _units_end(mf)
+            if last is not None:
+                self.max_physic_offset = last[0] + last[1]
+            if mf is files[0] and self.min_logic_offset <= mf.from_offset:
+                self.min_unit_phys = first  # the first readable unit, once correct_min_offset has run
+            end = mf.from_offset + pos
+            if pos < self.file_size:
+                break
+        self.queue.truncate_dirty(end)
+        last_mf = self.queue.last
+        if torn and last_mf is not None and last_mf.wrote < self.file_size:  # a half-written unit past the end
+            self.use()
+            self._zero_garbage(last_mf, last_mf.wrote)
+        self.queue.flushed_where = self.queue.max_offset
+
     def _last_ext_addr(self) -> int | None:
         """The ext address in the last unit's tag field, if it holds one."""
         last = self.queue.last
@@ -154,6 +264,8 @@ class ConsumeQueue:
             pos += UNIT_SIZE
 
     def close(self) -> None:
+        if self.maps is not None:
+            self.maps.forget(self)
         self.queue.close()
         if self.ext is not None:
             self.ext.close()
@@ -161,6 +273,8 @@ class ConsumeQueue:
     def destroy(self) -> None:
         """Forget this queue; its files and emptied directories are deleted off the reactor."""
         self._pending = None
+        if self.maps is not None:
+            self.maps.forget(self)
         if self.ext is not None:
             self.ext.destroy()
         self.queue.destroy(parents=(os.path.dirname(self.queue.directory),))
@@ -184,6 +298,7 @@ class ConsumeQueue:
         With ``later`` set (a running store) the file is made in the allocator thread instead and
         the unit waits for it: the reactor never waits for a file to be created.
         """
+        self.use()
         last = self.queue.last
         if last is None or last.wrote >= self.file_size:
             if self.later is None:
@@ -211,6 +326,8 @@ class ConsumeQueue:
         expect = cq_offset * UNIT_SIZE
         first = not self.queue.files
         mf = self.queue.last_for_write(expect)
+        if not first and self.maps is not None:
+            self.maps.grew(self)
         if first and cq_offset != 0 and mf.wrote == 0:
             # A queue whose history is gone starts mid-file: pad up to the expected unit.
             pad = expect - mf.from_offset
@@ -225,8 +342,9 @@ class ConsumeQueue:
         next in the last file with room. False when :meth:`put` must take it."""
         if phys_offset + size <= self.max_physic_offset:
             return True
-        if self.ext is not None or self._pending is not None:
+        if self.ext is not None or self._pending is not None or not self.mapped:
             return False
+        self.used = True
         files = self.queue.files
         mf = files[-1] if files else None
         if mf is None or mf.wrote >= self.file_size or mf.from_offset + mf.wrote != cq_offset * UNIT_SIZE:
@@ -243,6 +361,7 @@ class ConsumeQueue:
         """Append the unit for cq_offset unless it is already there (with ext: its ext unit first)."""
         if phys_offset + size <= self.max_physic_offset:
             return
+        self.use()
         if self._pending is not None:  # behind units that wait for a file: keep the order
             self._pending.append((phys_offset, size, tags_code, cq_offset, store_ts, bitmap))
             self.max_physic_offset = phys_offset + size
@@ -290,6 +409,7 @@ class ConsumeQueue:
         pending, self._pending = self._pending, None
         if not pending:
             return True
+        self.use()
         for i, unit in enumerate(pending):
             if not self._append(*unit):
                 assert self._pending is not None
@@ -322,7 +442,13 @@ class ConsumeQueue:
         pos = offset - mf.from_offset
         if pos >= mf.wrote:
             return self._pending_units(cq_offset, max_bytes) if self._pending else None
-        return mf.mm[pos:min(mf.wrote, pos + max_bytes)]
+        mm = mf.mm
+        if mm is None or not self.mapped:
+            self.use()
+            mm = mf.mm
+            assert mm is not None
+        self.used = True
+        return mm[pos:min(mf.wrote, pos + max_bytes)]
 
     def _pending_units(self, cq_offset: int, max_bytes: int) -> bytes | None:
         """Units still waiting for their file, from cq_offset on, encoded as the file will hold them
@@ -363,6 +489,8 @@ class ConsumeQueue:
         """Drop units pointing at or past phys_end (the commit log was cut there)."""
         if self._pending is not None:
             self._pending = [u for u in self._pending if u[0] < phys_end]
+        self.use()
+        self.min_unit_phys = -1
         while self.queue.files:
             mf = self.queue.files[-1]
             pos = self._first_unit_at_or_after(mf, phys_end)
@@ -392,8 +520,24 @@ class ConsumeQueue:
         if first is None:
             return
         self.min_logic_offset = max(self.min_logic_offset, first.from_offset)
+        if 0 <= min_phys <= self.min_unit_phys:
+            return  # the first readable unit's record is still there: nothing moves
+        if not self.mapped and self.min_unit_phys < 0:
+            at = self.min_logic_offset - first.from_offset
+            if at < first.wrote:
+                phys = UNIT.unpack(first.pread(at, UNIT_SIZE))[0]
+                if phys >= min_phys:
+                    self.min_unit_phys = phys
+                    return
+        self.use()
         pos = self._first_unit_at_or_after(first, min_phys)
         self.min_logic_offset = max(self.min_logic_offset, first.from_offset + pos)
+        if pos < first.wrote:
+            self.min_unit_phys = UNIT.unpack_from(first.mm, pos)[0]
+        elif first is self.queue.last:  # every unit is gone: units to come point past the last one
+            self.min_unit_phys = max(self.max_physic_offset, -1)
+        else:
+            self.min_unit_phys = -1
         if self.ext is not None and pos < first.wrote:
             tag = UNIT.unpack_from(first.mm, pos)[2]
             if is_ext_addr(tag):
@@ -405,20 +549,25 @@ class ConsumeQueue:
         files = self.queue.files
         while len(files) - count > 1:
             mf = files[count]
-            off, _, _ = UNIT.unpack_from(mf.mm, self.file_size - UNIT_SIZE)
+            off, _, _ = UNIT.unpack_from(mf.pread(self.file_size - UNIT_SIZE, UNIT_SIZE), 0)
             if off >= min_phys:
                 break
             count += 1
         if count:
             self.queue.remove_first(count)
+            if self.maps is not None:
+                self.maps.grew(self, -count)
         self.correct_min_offset(min_phys)
         return count
 
 
 def load_consume_queues(root_dir: str, file_size: int, allocator: Executor | None = None,
                         ext_root: str | None = None, ext_file_size: int = 0,
-                        preallocate: bool = False) -> dict[tuple[str, int], ConsumeQueue]:
-    """Every consumequeue/{topic}/{queueId} directory found on disk (with its ext files when ext_root is set)."""
+                        preallocate: bool = False, maps: MappedQueues | None = None
+                        ) -> dict[tuple[str, int], ConsumeQueue]:
+    """Every consumequeue/{topic}/{queueId} directory found on disk (with its ext files when ext_root is set).
+
+    With ``maps`` (the store's bound) files are listed, not mapped: a queue maps them on use."""
     table: dict[tuple[str, int], ConsumeQueue] = {}
     if not os.path.isdir(root_dir):
         return table
@@ -430,6 +579,7 @@ def load_consume_queues(root_dir: str, file_size: int, allocator: Executor | Non
             if not qid.isdigit():
                 continue
             cq = ConsumeQueue(topic, int(qid), root_dir, file_size, allocator, ext_root, ext_file_size, preallocate)
-            cq.load()
+            cq.maps = maps
+            cq.load(mapped=maps is None)
             table[(topic, int(qid))] = cq
     return table

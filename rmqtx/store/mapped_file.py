@@ -101,12 +101,14 @@ class MappedFile:
 
     __slots__ = ("path", "file_size", "from_offset", "fd", "mm", "wrote", "_lock", "closed")
 
-    def __init__(self, path: str, file_size: int, from_offset: int, fd: int, mm: mmap.mmap) -> None:
+    def __init__(self, path: str, file_size: int, from_offset: int, fd: int, mm: mmap.mmap | None) -> None:
         self.path = path
         self.file_size = file_size
         self.from_offset = from_offset
         self.fd = fd
-        self.mm = mm
+        # None while unmapped, typed as mapped: only consume queues unmap files (a cold queue's,
+        # see map and unmap), and they map them again before any use (ConsumeQueue.use)
+        self.mm: mmap.mmap = mm  # type: ignore[assignment]
         self.wrote = 0
         self._lock = threading.Lock()
         self.closed = False
@@ -156,6 +158,42 @@ class MappedFile:
             raise
         return cls(path, file_size, from_offset, _kept(fd, keep_fd), mm)
 
+    @classmethod
+    def unmapped(cls, path: str, file_size: int, from_offset: int = 0) -> "MappedFile":
+        """An existing file not mapped yet (:meth:`map` maps it); its size is checked then."""
+        return cls(path, file_size, from_offset, -1, None)
+
+    def map(self, readahead: bool = True) -> mmap.mmap:
+        """Map the file again (after :meth:`unmapped` or :meth:`unmap`); no descriptor is kept."""
+        mm = self.mm
+        if mm is not None:
+            return mm
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            actual = os.fstat(fd).st_size
+            if actual != self.file_size:
+                raise StoreError(f"{self.path}: size {actual} differs from the configured {self.file_size}")
+            mm = self.mm = _map(fd, self.file_size, readahead)
+        finally:
+            os.close(fd)
+        return mm
+
+    def unmap(self) -> None:
+        """Drop the mapping (its dirty pages stay in the page cache; :meth:`sync` opens the file)."""
+        mm, self.mm = self.mm, None  # type: ignore[assignment]
+        if mm is not None:
+            mm.close()
+
+    def pread(self, pos: int, n: int) -> bytes:
+        """Bytes at pos, from the mapping, or read from the file when it is not mapped (no mapping made)."""
+        if self.mm is not None:
+            return self.mm[pos:pos + n]
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            return os.pread(fd, n, pos)
+        finally:
+            os.close(fd)
+
     @property
     def end_offset(self) -> int:
         return self.from_offset + self.file_size
@@ -190,7 +228,8 @@ class MappedFile:
             if self.closed:
                 return
             self.closed = True
-            self.mm.close()
+            if self.mm is not None:
+                self.mm.close()
             if self.fd >= 0:
                 os.close(self.fd)
 
@@ -221,17 +260,33 @@ class MappedFileQueue:
         self._next: tuple[int, Future] | None = None
         self.flushed_where = 0
 
-    def load(self) -> None:
-        if not os.path.isdir(self.directory):
+    def load(self, mapped: bool = True) -> None:
+        """Every file of the directory, mapped, or with ``mapped`` False only listed (see MappedFile.map)."""
+        try:
+            listed = os.listdir(self.directory)
+        except (FileNotFoundError, NotADirectoryError):
             return
-        remove_leftovers(self.directory)
-        names = sorted(n for n in os.listdir(self.directory) if _NAME.match(n))
-        for name in names:
-            mf = MappedFile.open(os.path.join(self.directory, name), self.file_size, int(name), self.keep_fds,
-                                 self.readahead)
+        for name in listed:
+            if name.startswith(".") and name.endswith(TMP_SUFFIX):  # half made when a crash came
+                os.unlink(os.path.join(self.directory, name))
+        for name in sorted(n for n in listed if _NAME.match(n)):
+            path = os.path.join(self.directory, name)
+            mf = (MappedFile.open(path, self.file_size, int(name), self.keep_fds, self.readahead) if mapped
+                  else MappedFile.unmapped(path, self.file_size, int(name)))
             mf.wrote = self.file_size
             self.files.append(mf)
         self.flushed_where = self.max_offset
+
+    def set_readahead(self, enabled: bool) -> None:
+        """Switch the kernel's readahead for every mapped file and the files mapped from now on
+        (5.x's SET_COMMITLOG_READ_MODE): madvise only changes the mapping's advice, nothing is read."""
+        self.readahead = enabled
+        advice = mmap.MADV_NORMAL if enabled else mmap.MADV_RANDOM
+        for mf in list(self.files):
+            try:
+                mf.mm.madvise(advice)
+            except ValueError:
+                pass  # unmapped meanwhile (expired and deleted)
 
     @property
     def first(self) -> MappedFile | None:

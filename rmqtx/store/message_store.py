@@ -9,6 +9,7 @@ import time
 from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, Callable
 
+from twisted.internet import task
 from twisted.internet.defer import Deferred, succeed
 
 from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_UNIQ_KEY, parse_properties
@@ -21,6 +22,8 @@ from .config import StoreConfig
 from .consume_queue import UNIT, UNIT_SIZE, ConsumeQueue, batch_limits, load_consume_queues, scan_units
 from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
+from .cq_maps import MappedQueues
+from .cq_rocksdb import RocksConsumeQueue, RocksUnits
 from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline, Dispatcher
 from .flush import FlushService
 from .index import IndexService
@@ -36,6 +39,8 @@ __all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "Put
 log = logging.getLogger(__name__)
 
 _NO_QUEUE = (TRANSACTION_PREPARED, TRANSACTION_ROLLBACK)
+#: How often consume queues unused since the last look are unmapped (see cq_maps)
+MAPS_SWEEP_SECONDS = 60.0
 
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
@@ -61,6 +66,12 @@ class MessageStore:
         self._allocator = ThreadPoolExecutor(1, thread_name_prefix="rmqtx-store-alloc")
         self.commitlog = CommitLog(config, self._allocator)
         self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
+        #: the bound on mapped consume-queue files (None: every file mapped, from load on)
+        self.cq_maps = (MappedQueues(config.mapped_consume_queue_files_max)
+                        if config.mapped_consume_queue_files_max > 0 and not config.rocksdb_queues else None)
+        #: storeType=defaultRocksDB: the database of every queue's units (opened by load)
+        self.rocks: RocksUnits | None = None
+        self._sweep_call: Any = None
         self.index = IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
                                   config.max_msgs_num_batch, self._allocator, clock, config.warm_maped_file_enable)
         self.checkpoint: Checkpoint | None = None
@@ -113,18 +124,28 @@ class MessageStore:
             clean = not os.path.exists(self.abort_path)
             self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
             self.commitlog.queue.load()
-            self.consume_queues.update(load_consume_queues(  # in place: the pipeline holds this table
-                self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue, self._allocator,
-                self._ext_root, self.config.mapped_file_size_consume_queue_ext, self.config.warm_maped_file_enable))
+            if self.config.rocksdb_queues:
+                self.rocks = RocksUnits(self.config.consume_queue_dir)
+                self.consume_queues.update(self.rocks.load_queues())  # type: ignore[arg-type]
+            else:
+                self.consume_queues.update(load_consume_queues(  # in place: the pipeline holds this table
+                    self.config.consume_queue_dir, self.config.mapped_file_size_consume_queue, self._allocator,
+                    self._ext_root, self.config.mapped_file_size_consume_queue_ext,
+                    self.config.warm_maped_file_enable, self.cq_maps))
             if self._index_enabled:
                 self.index.load()
             self.flush.checkpoint = self.checkpoint
             Recovery(self.config, self.commitlog, self.consume_queues, self.index, self.checkpoint,
-                     self.pipeline).run(clean)
+                     self.pipeline, self.rocks.built if self.rocks is not None else None).run(clean)
+            if self.rocks is not None:
+                self.rocks.write_now()  # what recovery dispatched
             self.dirty_cqs.update(self.consume_queues.values())
             with open(self.abort_path, "wb"):
                 pass
         except BaseException:
+            if self.rocks is not None:
+                self.rocks.close()
+                self.rocks = None
             self._release_lock()
             raise
         self._running = True
@@ -155,8 +176,20 @@ class MessageStore:
         for cq in self.consume_queues.values():
             cq.later = self._cq_later
         self.index.later = self._index_later
+        if self.rocks is not None:
+            self.rocks.reactor = reactor
         self.flush.start(reactor)
         self.retention.start(reactor)
+        if self.cq_maps is not None:
+            self._sweep_call = task.LoopingCall(self._sweep_maps)
+            self._sweep_call.clock = reactor
+            self._sweep_call.start(MAPS_SWEEP_SECONDS, now=False)
+
+    def _sweep_maps(self) -> None:
+        assert self.cq_maps is not None
+        idle = self.cq_maps.sweep()
+        if idle:
+            log.debug("unmapped %d idle consume queues (%d files stay mapped)", idle, self.cq_maps.files)
 
     # ---- files made in the allocator thread -----------------------------------------------------
 
@@ -231,7 +264,7 @@ class MessageStore:
         return self._files_pending()
 
     def _files_pending(self) -> bool:
-        return bool(self.waiting_cqs) or self.index.waiting
+        return bool(self.waiting_cqs) or self.index.waiting or (self.rocks is not None and self.rocks.unwritten)
 
     def _set_disk_full(self, full: bool) -> None:
         """Retention's verdict after each look at the disk: refuse puts while it is nearly full."""
@@ -252,11 +285,16 @@ class MessageStore:
         if not self._running:
             return
         self._running = False
+        if self._sweep_call is not None and self._sweep_call.running:
+            self._sweep_call.stop()
+        self._sweep_call = None
         self.flush_arrivals()
         self._reactor = None
         self.retention.stop()
         self.flush.stop()
         self._write_waiting()
+        if self.rocks is not None:
+            self.rocks.close()  # every waiting unit written first
         self.flush.flush_all_now()
         self.commitlog.queue.close()
         for cq in self.consume_queues.values():
@@ -285,11 +323,14 @@ class MessageStore:
 
     def _cq(self, topic: str, queue_id: int) -> ConsumeQueue:
         cq = self.consume_queues.get((topic, queue_id))
+        if cq is None and self.rocks is not None:
+            cq = self.consume_queues[(topic, queue_id)] = RocksConsumeQueue(topic, queue_id, self.rocks)  # type: ignore
         if cq is None:
             cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
                               self.config.mapped_file_size_consume_queue, self._allocator,
                               self._ext_root, self.config.mapped_file_size_consume_queue_ext,
                               self.config.warm_maped_file_enable)
+            cq.maps = self.cq_maps
             if self._reactor is not None:
                 cq.later = self._cq_later
             self.consume_queues[(topic, queue_id)] = cq
@@ -570,9 +611,26 @@ class MessageStore:
         unit = cq.unit_at(cq_offset) if cq else None
         return self.commitlog.store_timestamp_at(unit[0], unit[1]) if unit else -1
 
+    def _offset_by_time_search(self, cq: RocksConsumeQueue, timestamp_ms: int) -> int:
+        """The first unit stored at or after timestamp_ms (the last one when none is), by binary search."""
+        lo, hi = cq.min_offset, cq.max_offset - 1
+        if hi < lo:
+            return 0
+        while lo < hi:
+            mid = (lo + hi) // 2
+            unit = cq.unit_at(mid)
+            ts = self.commitlog.store_timestamp_at(unit[0], unit[1]) if unit else -1
+            if ts < timestamp_ms:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """Consume queue offset of the message stored nearest to timestamp_ms (Java's choice rule)."""
         cq = self.consume_queues.get((topic, queue_id))
+        if isinstance(cq, RocksConsumeQueue):
+            return self._offset_by_time_search(cq, timestamp_ms)
         if cq is None or not cq.queue.files:
             return 0
         cl = self.commitlog
@@ -580,6 +638,7 @@ class MessageStore:
         files = [mf for mf in cq.queue.files if mf.wrote > 0]
         if not files:
             return 0
+        cq.use()
         chosen = files[-1]
         for mf in files:  # first file whose last message is at or after the time
             off, size, _ = UNIT.unpack_from(mf.mm, mf.wrote - UNIT_SIZE)

@@ -60,13 +60,17 @@ class Recovery:
     """What recovery works on: the store's parts, not the store (it is made before them all are loaded)."""
 
     def __init__(self, config: StoreConfig, commitlog: CommitLog, consume_queues: dict[tuple[str, int], ConsumeQueue],
-                 index: IndexService, checkpoint: Checkpoint, pipeline: DispatchPipeline) -> None:
+                 index: IndexService, checkpoint: Checkpoint, pipeline: DispatchPipeline,
+                 queues_built: int | None = None) -> None:
         self.config = config
         self.commitlog = commitlog
         self.consume_queues = consume_queues  # cleared here when the commit log is empty
         self.index = index
         self.checkpoint = checkpoint
         self.pipeline = pipeline  # every record the queues or the index lack goes through it
+        #: RocksDB queues: the end of the last record whose units the database holds (after a crash,
+        #: records from there on are dispatched again, whatever the checkpoint file says)
+        self.queues_built = queues_built
 
     def run(self, clean: bool) -> None:
         """Validate the commit log (CRC included), truncate, then dispatch what queues and index lack.
@@ -100,9 +104,14 @@ def _recover(parts: Recovery, clean: bool, progress: Progress) -> tuple[int, int
     scan_from = files[start_idx].from_offset
     if clean:
         built = max((cq.max_physic_offset for cq in parts.consume_queues.values()), default=-1)
+        if parts.queues_built is not None:  # RocksDB's checkpoint: deleted queues' records stay dispatched
+            built = max(built, parts.queues_built)
         dispatch_from = max(built, cl.min_offset)
     else:
         dispatch_from = scan_from
+        if parts.queues_built is not None and parts.queues_built < dispatch_from:
+            holder = cl.queue.find(parts.queues_built)
+            dispatch_from = holder.from_offset if holder is not None else cl.min_offset
     begin = min(scan_from, dispatch_from)
     end = begin
     bad = None

@@ -1,6 +1,7 @@
-"""Run Apache's own ``mqadmin`` (MQAdminStartup from rocketmq-tools 4.9.8, resolved by Maven) as subprocesses.
+"""Run Apache's own ``mqadmin`` (MQAdminStartup from rocketmq-tools, resolved by Maven) as subprocesses.
 
-The classpath comes from ``tests/admin/java/pom.xml`` once per process. Each command gets a fresh JVM
+Two versions: 4.9.8 (``tests/admin/java/pom.xml``) and 5.5.0, the newest 5.x Maven Central serves
+(``tests/admin/java5/pom.xml``). Each classpath is asked of Maven once per process. Each command gets a fresh JVM
 with its home, tmp dir and logs in a temp dir (it writes message bodies and consumerStatus files
 there, never under ``~`` or ``/tmp/rocketmq``). Without Java or Maven the tests skip, except under
 CI (``CI`` set), where that is a failure.
@@ -8,6 +9,8 @@ CI (``CI`` set), where that is a failure.
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import re
 import shutil
@@ -21,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-POM = Path(__file__).with_name("java") / "pom.xml"
+#: rocketmq-tools version -> the pom whose runtime classpath is that mqadmin
+POMS = {"4.9.8": Path(__file__).with_name("java") / "pom.xml", "5.5.0": Path(__file__).with_name("java5") / "pom.xml"}
 MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
 #: mqadmin prints failures (stack traces, "CODE: n DESC: ...") and still exits 0.
 FAILURE_TEXT = re.compile(r"\w*Exception\b|^\s+at [\w.$]+\(|(?i:\berror\b)|\bCODE: \d+", re.MULTILINE)
@@ -38,8 +42,12 @@ BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k")
 LOGBACK = '<configuration><root level="OFF"/></configuration>\n'
 
+#: Runs many subcommands in one JVM (MQAdmin.run_batch); compiled once per process into a temp dir.
+BATCH_SOURCE = Path(__file__).with_name("java5") / "MQAdminBatch.java"
+
 _lock = threading.Lock()
-_classpath: str | None = None
+_classpaths: dict[str, str] = {}
+_batch_classes: dict[str, str] = {}
 
 
 def in_ci() -> bool:
@@ -69,22 +77,39 @@ def java_binary() -> str:
     return found
 
 
-def classpath() -> str:
-    """rocketmq-tools 4.9.8 and its runtime dependencies, asked of Maven once per process."""
-    global _classpath
+def classpath(version: str = "4.9.8") -> str:
+    """rocketmq-tools ``version`` and its runtime dependencies, asked of Maven once per process."""
     with _lock:
-        if _classpath is None:
-            _classpath = _resolve()
-        return _classpath
+        if version not in _classpaths:
+            _classpaths[version] = _resolve(version)
+        return _classpaths[version]
 
 
-def _resolve() -> str:
+def batch_classes(version: str) -> str:
+    """The directory holding MQAdminBatch compiled against rocketmq-tools ``version`` (once per process: the
+    source launcher would compile it again in every JVM)."""
+    cp = classpath(version)  # takes the lock itself
+    with _lock:
+        if version not in _batch_classes:
+            out = tempfile.mkdtemp(prefix="mqadmin-batch-")
+            atexit.register(shutil.rmtree, out, True)
+            # the java binary's own compiler module (as tests/security/acl_support.py): no javac on PATH needed
+            proc = subprocess.run([java_binary(), "-m", "jdk.compiler/com.sun.tools.javac.Main", "-nowarn", "-d", out, "-cp", cp,
+                                   str(BATCH_SOURCE)],
+                                  capture_output=True, text=True, timeout=300)
+            if proc.returncode != 0:
+                raise AssertionError(f"javac MQAdminBatch.java failed:\n{proc.stdout}{proc.stderr}")
+            _batch_classes[version] = out
+        return _batch_classes[version]
+
+
+def _resolve(version: str) -> str:
     mvn = shutil.which("mvn")
     if not mvn:
         raise unavailable("no mvn on PATH (scripts/ensure-interop.sh installs it)")
     with tempfile.TemporaryDirectory(prefix="mqadmin-cp-") as tmp:
         out = os.path.join(tmp, "classpath.txt")
-        argv = [mvn, "-q", "-B", "-f", str(POM), "dependency:build-classpath",
+        argv = [mvn, "-q", "-B", "-f", str(POMS[version]), "dependency:build-classpath",
                 f"-Dmdep.outputFile={out}", "-Dmdep.includeScope=runtime"]
         proc = None
         for offline in (["-o"], []):  # the local repository first; Maven Central when something is missing
@@ -92,10 +117,10 @@ def _resolve() -> str:
             if proc.returncode == 0 and os.path.exists(out):
                 break
         else:
-            raise unavailable(f"Maven could not resolve rocketmq-tools 4.9.8:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+            raise unavailable(f"Maven could not resolve rocketmq-tools {version}:\n{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
         cp = Path(out).read_text().strip()
-    if "rocketmq-tools-4.9.8.jar" not in cp:
-        raise AssertionError(f"classpath lacks rocketmq-tools 4.9.8: {cp}")
+    if f"rocketmq-tools-{version}.jar" not in cp:
+        raise AssertionError(f"classpath lacks rocketmq-tools {version}: {cp}")
     return cp
 
 
@@ -105,21 +130,25 @@ class Run:
     code: int
     out: str
     err: str
+    #: milliseconds the subcommand took inside a batch JVM (run_batch), None for a JVM of its own
+    ms: int | None = None
 
     @property
     def text(self) -> str:
         return self.out + self.err
 
     def __str__(self) -> str:
-        return f"mqadmin {' '.join(self.argv)} -> exit {self.code}\n--- stdout\n{self.out[-4000:]}\n--- stderr\n{self.err[-4000:]}"
+        took = f" in {self.ms} ms" if self.ms is not None else ""
+        return f"mqadmin {' '.join(self.argv)} -> exit {self.code}{took}\n--- stdout\n{self.out[-4000:]}\n--- stderr\n{self.err[-4000:]}"
 
 
 class MQAdmin:
     """``mqadmin SUBCOMMAND ... -n NAMESRV`` in fresh JVMs sharing one temp home."""
 
-    def __init__(self, namesrv: str, parallel: int | None = None, timeout: float = 90) -> None:
+    def __init__(self, namesrv: str, parallel: int | None = None, timeout: float = 90, version: str = "4.9.8") -> None:
         self.java = java_binary()
-        self.cp = classpath()
+        self.version = version
+        self.cp = classpath(version)
         self.namesrv = namesrv
         self.parallel = parallel or default_parallel()
         self.timeout = timeout
@@ -134,10 +163,13 @@ class MQAdmin:
     def close(self) -> None:
         self._home.cleanup()
 
-    def argv(self, args: tuple[str, ...] | list[str]) -> list[str]:
+    def jvm(self) -> list[str]:
         h = str(self.home)
         return [self.java, *JVM_FLAGS, f"-Duser.home={h}", f"-Drocketmq.home.dir={h}", f"-Djava.io.tmpdir={h}/tmp",
-                f"-Drocketmq.client.logRoot={h}/logs", "-cp", self.cp, MAIN, *args, "-n", self.namesrv]
+                f"-Drocketmq.client.logRoot={h}/logs"]
+
+    def argv(self, args: tuple[str, ...] | list[str]) -> list[str]:
+        return [*self.jvm(), "-cp", self.cp, MAIN, *args, "-n", self.namesrv]
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in ("NAMESRV_ADDR", "ROCKETMQ_HOME")}
@@ -164,6 +196,39 @@ class MQAdmin:
         """Independent read-only commands side by side; results in the given order."""
         with ThreadPoolExecutor(self.parallel) as pool:
             return list(pool.map(lambda c: self.run(*c), commands))
+
+    def run_batch(self, commands: list[tuple[str, ...]], jvms: int = 3) -> list[Run]:
+        """Many subcommands in ``jvms`` JVMs (tests/admin/java5/MQAdminBatch.java), each JVM running its share
+        one after another: the same MQAdminStartup.main0 as one JVM per command, at a fraction of the CPU.
+        Results in the given order; ``Run.code`` is a System.exit status (a bad command line), else 0. A
+        subcommand whose client timed out (CLIENT_TIMEOUT) is run once more in a JVM of its own."""
+        classes = batch_classes(self.version)
+        shares = [list(range(i, len(commands), jvms)) for i in range(min(jvms, len(commands)))]
+        results: dict[int, Run] = {}
+
+        def one_jvm(indexes: list[int]) -> None:
+            lines = "".join("\t".join([*commands[i], "-n", self.namesrv]) + "\n" for i in indexes)
+            argv = [*self.jvm(), "-Djava.security.manager=allow", "-cp", f"{classes}{os.pathsep}{self.cp}", "MQAdminBatch"]
+            try:
+                proc = subprocess.run(argv, input=lines, capture_output=True, text=True, timeout=self.timeout + 5 * len(indexes),
+                                      cwd=self.home, env=self.env())
+            except subprocess.TimeoutExpired as exc:
+                raise AssertionError(f"mqadmin batch {[commands[i][0] for i in indexes]} ran over its time; output so far:\n{exc.stdout}\n{exc.stderr}")
+            answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+            if len(answers) != len(indexes):
+                raise AssertionError(f"mqadmin batch answered {len(answers)} of {len(indexes)} commands (exit {proc.returncode}):\n"
+                                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+            for i, answer in zip(indexes, answers):
+                run = Run(list(commands[i]), answer.get("exit") or 0, answer["out"], answer["err"], answer.get("ms"))
+                if CLIENT_TIMEOUT.search(run.text):
+                    print(f"mqadmin {' '.join(commands[i])}: the JVM timed out waiting for an answer; running it again", file=sys.stderr)
+                    run = self._run_once(commands[i])
+                results[i] = run
+
+        with ThreadPoolExecutor(max(1, len(shares))) as pool:
+            for future in [pool.submit(one_jvm, share) for share in shares]:
+                future.result()
+        return [results[i] for i in range(len(commands))]
 
     def run_until(self, pattern: str, *args: str, timeout: float = 60) -> Run:
         """A command that never ends by itself (clusterRT): wait until its output matches, then stop it."""

@@ -71,6 +71,22 @@ class ConsumerOffsetTest(_OffsetCase):
         self.assert_offset(await self.query("G_new", "T_unknown", 0), 0)  # a topic the store never saw
 
     @defer.inlineCallbacks
+    def test_set_zero_if_not_found_false(self):
+        yield defer.ensureDeferred(self._no_zero())
+
+    async def _no_zero(self) -> None:
+        """A 5.x client's setZeroIfNotFound=false: QUERY_NOT_FOUND instead of 0 for a group without an offset
+        (Apache 5.x); a committed offset is answered all the same."""
+        await self.fill("T_nozero", 2)
+        cmd = QueryConsumerOffsetRequestHeader("G_nozero", "T_nozero", 0, setZeroIfNotFound=False).apply_to(
+            RemotingCommand(RequestCode.QUERY_CONSUMER_OFFSET))
+        self.assertEqual(cmd.ext_fields["setZeroIfNotFound"], "false")
+        resp = await self.client.invoke(self.addr, cmd)
+        self.assertEqual((resp.code, resp.remark), (ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"))
+        await self.update("G_nozero", "T_nozero", 0, 1)
+        self.assert_offset(await self.client.invoke(self.addr, cmd), 1)
+
+    @defer.inlineCallbacks
     def test_committed_offset_is_answered_last_write_wins(self):
         yield defer.ensureDeferred(self._committed())
 

@@ -43,7 +43,7 @@ class EditableInstallTest(unittest.TestCase):
         help_text = subprocess.run([str(venv / "bin" / "twistd"), "--help"], cwd=elsewhere, env=env,
                                    capture_output=True, text=True, timeout=120)
         self.assertEqual(help_text.returncode, 0, help_text.stderr)
-        for name in ("rmqnamesrv", "rmqbroker", "rmqstandalone"):
+        for name in ("rmqnamesrv", "rmqbroker", "rmqstandalone", "rmqcontroller"):
             self.assertIn(name, help_text.stdout)
         where = subprocess.run([str(venv / "bin" / "python"), "-c", "import twisted.plugins.rmqtx_plugins as m, rmqtx; "
                                 "print(m.__file__); print(rmqtx.__file__)"],
@@ -58,3 +58,10 @@ class EditableInstallTest(unittest.TestCase):
         self.assertEqual((run.returncode, run.stderr), (1, "rmqtx: cannot start: grpcPort needs the 'grpc' extra: "
                                                            "pip install 'rmqtx[grpc]' (No module named 'grpc')\n"))
         self.assertNotIn("Traceback", run.stdout)
+        # nor is the controller's pysyncobj
+        conf = tmp / "controller.conf"
+        conf.write_text(f"controllerDLegerPeers=n0-127.0.0.1:{free_port()}\ncontrollerDLegerSelfId=n0\n")
+        run = subprocess.run([str(venv / "bin" / "twistd"), "-n", "rmqcontroller", "-c", str(conf)],
+                             cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual((run.returncode, run.stderr), (1, "rmqtx: cannot start: the controller needs the 'controller' extra: "
+                                                           "pip install 'rmqtx[controller]' (No module named 'pysyncobj')\n"))

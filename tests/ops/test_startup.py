@@ -163,20 +163,34 @@ class StartupFailureTest(unittest.TestCase):
 
     def test_failover_and_replica_settings_stop_start_up(self) -> None:
         conf = self.scratch.dir / "broker.conf"
-        for line, what in (("enableControllerMode=true", "controller mode (5.x automatic master failover)"),
+        for line, what in (("enableControllerMode=true", "controller mode on an rmqtx broker (5.x automatic master failover; "
+                                                         "rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
                            ("enableDLegerCommitLog=true", "DLedger commit log mode"),
                            ("inSyncReplicas=3", "a SYNC_MASTER waiting for more than one slave"),
-                           ("storeType=defaultRocksDB",
-                            "a consume queue store other than the file store (storeType=default)")):
+                           ("storeType=rocksdb", "a store other than the file store or RocksDB consume queues "
+                                                 "(storeType=default or defaultRocksDB)")):
             conf.write_text(line + "\n")
             proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
             self.assertOneLine(proc, f"broker.conf: {line} asks for {what}, which rmqtx does not implement; "
                                      "remove the key to start")
         namesrv_conf = self.scratch.dir / "namesrv.conf"
-        namesrv_conf.write_text("enableControllerInNamesrv=true\n")
+        namesrv_conf.write_text("enableControllerInNamesrv=true\n")  # honoured (docs/controller.md): it needs its peers
         proc = self.scratch.run(["rmqnamesrv", "-c", str(namesrv_conf), "-p", str(self.scratch.namesrv_port)])
-        self.assertOneLine(proc, "namesrv.conf: enableControllerInNamesrv=true asks for a controller embedded in the "
-                                 "NameServer (controller mode), which rmqtx does not implement; remove the key to start")
+        self.assertOneLine(proc, "namesrv.conf: controllerDLegerPeers is empty (n0-127.0.0.1:9877;n1-...)")
+
+
+    def test_rocksdb_store_without_its_extra(self) -> None:
+        """storeType=defaultRocksDB on an install without the rocksdb extra: one line naming the extra."""
+        hide = self.scratch.dir / "hide"
+        (hide / "rocksdict").mkdir(parents=True)
+        (hide / "rocksdict" / "__init__.py").write_text("raise ImportError(\"No module named 'rocksdict'\")\n")
+        conf = self.scratch.dir / "broker.conf"
+        conf.write_text("storeType=defaultRocksDB\n")
+        path = tree_env()["PYTHONPATH"]
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)),
+                                prefix=["env", f"PYTHONPATH={hide}{os.pathsep}{path}"])
+        self.assertOneLine(proc, "storeType=defaultRocksDB needs the 'rocksdb' extra: pip install 'rmqtx[rocksdb]' "
+                                 "(No module named 'rocksdict')")
 
 
 class ForegroundRunTest(unittest.TestCase):

@@ -110,6 +110,11 @@ RUNTIME_VOLATILE = {
 RUNTIME_ADDED = {
     key: "RocketMQ 5.x's timer wheel figures: rmqtx runs 5.x's timer (timerWheelEnable, on by default as in 5.x)"
     for key in ("timerReadBehind", "timerOffsetBehind", "timerCongestNum", "timerEnqueueTps", "timerDequeueTps")
+} | {"getTransferredTps": "RocketMQ 5.x's spelling of getTransferedTps, which 5.x's mqadmin exportMetrics reads"} | {
+    key: "RocketMQ 5.x's runtime keys (5.x's mqadmin clusterList reads brokerActive and the ack pool's)"
+    for key in ("brokerActive", "litePullThreadPoolQueueSize", "litePullThreadPoolQueueCapacity",
+                "litePullThreadPoolQueueHeadWaitTimeMills", "ackThreadPoolQueueSize", "ackThreadPoolQueueCapacity",
+                "ackThreadPoolQueueHeadWaitTimeMills")
 }
 #: Runtime keys named after a path: compared by prefix, with why.
 RUNTIME_PER_PATH_PREFIXES = {

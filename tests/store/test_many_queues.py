@@ -1,5 +1,6 @@
 """Many queues on a real broker process: consume queue files are made lazily, off the reactor, after
-the first message has been answered; a kill -9 while they are still being made loses nothing."""
+the first message has been answered; a kill -9 while they are still being made loses nothing; the
+files mapped (a descriptor and a map area each) stay under mappedConsumeQueueFilesMax."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.broker.wire import pull, send
 TOPICS = 40
 QUEUES = 8
 CQ_FILE_SIZE = 300000 * UNIT_SIZE  # the 4.x default, as Apache's tools expect it
+MAPPED_MAX = 64  # well under the TOPICS * QUEUES files
 
 
 def topics() -> list[str]:
@@ -33,7 +35,7 @@ class ManyQueuesKillTest(unittest.TestCase):
     timeout = 180
 
     def setUp(self) -> None:
-        self.server = Standalone()
+        self.server = Standalone({"mappedConsumeQueueFilesMax": str(MAPPED_MAX)})
         self.addCleanup(self.server.close)
         self.server.start(timeout=60)
         self.client = RemotingClient()
@@ -65,6 +67,11 @@ class ManyQueuesKillTest(unittest.TestCase):
         assert self.server.proc is not None
         return len(os.listdir(f"/proc/{self.server.proc.pid}/fd"))
 
+    def _mapped_cq_files(self) -> int:
+        assert self.server.proc is not None
+        with open(f"/proc/{self.server.proc.pid}/maps") as fh:
+            return sum(1 for line in fh if f"{os.sep}consumequeue{os.sep}" in line)
+
     def _check_layout(self) -> None:
         """Apache's layout: consumequeue/TOPIC/QUEUE/00000000000000000000 of the configured size, one unit."""
         root = self.server.root / "store" / "consumequeue"
@@ -86,13 +93,17 @@ class ManyQueuesKillTest(unittest.TestCase):
         self.server.proc.kill()  # at once: many queue files are still being made
         self.server.proc.wait()
         self.server.start(timeout=60)
+        self.assertLessEqual(self._mapped_cq_files(), MAPPED_MAX)  # recovery dispatched again: bounded
         await self._read_back()
-        # a queue's file costs the broker one descriptor (the mapping's own), not two
-        self.assertLessEqual(self._open_fds() - fds_before, TOPICS * QUEUES + 16)
+        # every queue was read: at most MAPPED_MAX files stay mapped, each with one descriptor
+        self.assertLessEqual(self._mapped_cq_files(), MAPPED_MAX)
+        self.assertLessEqual(self._open_fds() - fds_before, MAPPED_MAX + 16)
         self.assertTrue(self.server.stop(), self.server.log())
         self._check_layout()
         self.server.start(timeout=60)  # and once more after the clean stop
+        self.assertEqual(self._mapped_cq_files(), 0)  # recovery read the files' ends, mapped none
         await self._read_back()
+        self.assertLessEqual(self._mapped_cq_files(), MAPPED_MAX)
 
     def test_kill_while_queue_files_are_made(self):
         return defer.ensureDeferred(self._scenario())

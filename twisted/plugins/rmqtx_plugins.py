@@ -1,4 +1,4 @@
-"""twistd plugins: ``rmqnamesrv``, ``rmqbroker`` and ``rmqstandalone`` (both in one process)."""
+"""twistd plugins: ``rmqnamesrv``, ``rmqbroker``, ``rmqstandalone`` (both in one process) and ``rmqcontroller``."""
 
 from __future__ import annotations
 
@@ -55,6 +55,12 @@ def _broker(options):
     return make_broker(options.properties())
 
 
+def _controller(options):
+    from rmqtx.launcher import make_controller
+
+    return make_controller(options.properties())
+
+
 def _standalone(options):
     from rmqtx.launcher import make_standalone
 
@@ -63,4 +69,5 @@ def _standalone(options):
 
 rmqnamesrv = _Maker("rmqnamesrv", "rmqtx: an Apache RocketMQ compatible NameServer", "NamesrvOptions", _namesrv)
 rmqbroker = _Maker("rmqbroker", "rmqtx: an Apache RocketMQ compatible Broker", "BrokerOptions", _broker)
+rmqcontroller = _Maker("rmqcontroller", "rmqtx: an Apache RocketMQ 5.x compatible controller", "ControllerOptions", _controller)
 rmqstandalone = _Maker("rmqstandalone", "rmqtx: NameServer and Broker in one process", "StandaloneOptions", _standalone)

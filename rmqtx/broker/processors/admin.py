@@ -1,4 +1,5 @@
-"""Topic admin: create/delete, the topic table (slave sync, mqadmin), stats, system topics, cleanup."""
+"""Topic admin: create/delete (one topic, or 5.x's list), the topic table (slave sync, mqadmin), stats,
+system topics, cleanup."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from rmqtx.common import fastjson, topic_attributes
 from rmqtx.common.fastjson import JavaSet
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import SCHEDULE_TOPIC, TIMER_TOPIC
+from rmqtx.remoting.bodies import body_shape, json_object
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.headers import CreateTopicRequestHeader, TopicRequestHeader
@@ -27,6 +29,7 @@ class TopicAdminProcessor:
     def table(self) -> dict:
         return {
             RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic,
+            RequestCode.UPDATE_AND_CREATE_TOPIC_LIST: self.update_and_create_topic_list,
             RequestCode.DELETE_TOPIC_IN_BROKER: self.delete_topic,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.all_topic_config,
             RequestCode.GET_TOPIC_CONFIG: self.topic_config,
@@ -84,6 +87,42 @@ class TopicAdminProcessor:
         self.ctx.topics.put(tc)
         self.ctx.registrar.register_topic(tc)
         # Java's response starts as SYSTEM_ERROR "not set any response code"; only the code is reset
+        return request.make_response(ResponseCode.SUCCESS, "not set any response code")
+
+    def update_and_create_topic_list(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        """5.x's bulk create (mqadmin updateTopicList): every name is checked first, with the remarks of
+        Java's list handler (INVALID_PARAMETER); then all topics change together, topics.json is written
+        once and the NameServers hear of them in one registration. A topic sent exactly as the broker
+        has it is left alone; Java instead answers SUCCESS at the first such topic and applies none of
+        the list, which rmqtx does not copy (the rest of the list is applied)."""
+        refused = self._refuse_on_slave(request)
+        if refused is not None:
+            return refused
+        data = json_object(request.body, "CreateTopicListRequestBody")
+        with body_shape("CreateTopicListRequestBody"):
+            wanted = [TopicConfig.from_json(item) for item in (data.get("topicConfigList") or [])]
+        for tc in wanted:
+            why = topic_remark(tc.topicName)
+            if why is None and is_system_topic(tc.topicName, self.ctx.config):
+                why = f"The topic[{tc.topicName}] is conflict with system topic."
+            if (why is None and tc.attributes.get("+" + topic_attributes.MESSAGE_TYPE) == topic_attributes.MIXED
+                    and not self.ctx.config.switches.enable_mixed_message_type):
+                why = "MIXED message type is not supported."
+            if why is not None:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, why)
+        changed = []
+        try:
+            for tc in wanted:
+                existing = self.ctx.topics.get(tc.topicName)
+                if existing == tc:
+                    continue
+                tc.attributes = topic_attributes.alter(existing is None, existing.attributes if existing else {}, tc.attributes)
+                changed.append(tc)
+        except topic_attributes.AttributeRefusal as refusal:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, str(refusal))
+        if changed:
+            self.ctx.topics.put_all(changed)
+            self.ctx.registrar.register_topics(changed)
         return request.make_response(ResponseCode.SUCCESS, "not set any response code")
 
     def delete_topic(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:

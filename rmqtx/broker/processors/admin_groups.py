@@ -43,6 +43,7 @@ class GroupAdminProcessor:
     def table(self) -> dict:
         return {
             RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: self.update_group,
+            RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: self.update_group_list,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.all_groups,
             RequestCode.DELETE_SUBSCRIPTIONGROUP: self.delete_group,
             RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.group_config,
@@ -71,6 +72,25 @@ class GroupAdminProcessor:
             if why:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, why)
             self.ctx.groups.put(group)
+        return ok(request)
+
+    def update_group_list(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
+        """5.x's bulk form (mqadmin updateSubGroupList): ``{"groupConfigList": [...]}``, every name checked
+        first (INVALID_PARAMETER, as Java's list handler), then one version bump and one write."""
+        if self.ctx.config.brokerRole == "SLAVE":
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                "Can't modify topic or subscription group from slave broker, please execute it from master broker.",
+            )
+        data = json_object(request.body, "SubscriptionGroupList") or {}
+        with body_shape("SubscriptionGroupList"):
+            groups = [SubscriptionGroupConfig.from_json(item) for item in (data.get("groupConfigList") or [])]
+        for group in groups:
+            why = validate_name(group.groupName, "group")
+            if why:
+                return request.make_response(ResponseCode.INVALID_PARAMETER, why)
+        if groups:
+            self.ctx.groups.put_all(groups)
         return ok(request)
 
     def all_groups(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:

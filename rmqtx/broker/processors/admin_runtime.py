@@ -137,6 +137,8 @@ class RuntimeAdminProcessor:
                 "putTps": stats.broker_puts.rates(up),
                 "getMissTps": stats.gets_missed.rates(up),
                 "getTransferedTps": stats.gets_transferred.rates(up),
+                # 5.x's spelling of the same figure (its mqadmin exportMetrics reads this one)
+                "getTransferredTps": stats.gets_transferred.rates(up),
                 "getTotalTps": stats.get_total_rates(up),
                 "getFoundTps": stats.gets_found.rates(up),
                 "putMessageTimesTotal": str(puts),
@@ -172,6 +174,15 @@ class RuntimeAdminProcessor:
                 "queryThreadPoolQueueHeadWaitTimeMills": zero,
                 "EndTransactionQueueSize": zero,
                 "EndTransactionThreadPoolQueueCapacity": "100000",
+                # 5.x's keys: its mqadmin clusterList prints #ACTIVATED from brokerActive (a master runs the
+                # schedule and transaction-check services; a slave outside controller mode does not)
+                "brokerActive": "false" if cfg.brokerRole == "SLAVE" else "true",
+                "litePullThreadPoolQueueSize": zero,
+                "litePullThreadPoolQueueCapacity": "100000",
+                "litePullThreadPoolQueueHeadWaitTimeMills": zero,
+                "ackThreadPoolQueueSize": zero,
+                "ackThreadPoolQueueCapacity": "100000",
+                "ackThreadPoolQueueHeadWaitTimeMills": zero,
             }
         )
         for level, delivered in sorted(self.ctx.schedule.offsets.items()):

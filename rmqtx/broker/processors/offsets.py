@@ -39,6 +39,10 @@ class OffsetProcessor:
         offset = self.ctx.offsets.query(header.consumerGroup, header.topic, header.queueId)
         if offset >= 0:
             return self._offset(request, offset)
+        if header.setZeroIfNotFound is False:  # a 5.x client's choice; 4.x clients never send the field
+            return request.make_response(
+                ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first", ext_fields={}
+            )
         if self._starts_in_memory(header.topic, header.queueId):
             return self._offset(request, 0)
         return request.make_response(

@@ -1,0 +1,1 @@
+"""The 5.x controller (twistd rmqcontroller)."""
