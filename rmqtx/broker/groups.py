@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rmqtx.broker.jsonfiles import JsonConfigFile
+from rmqtx.broker.jsonfiles import EntryCache, JsonConfigFile
 from rmqtx.broker.topics import DataVersion
 
 if TYPE_CHECKING:
@@ -111,6 +111,7 @@ class SubscriptionGroupManager:
         self.file = JsonConfigFile(Path(store_root) / "config" / "subscriptionGroup.json")
         self.table: dict[str, SubscriptionGroupConfig] = {g: SubscriptionGroupConfig(groupName=g) for g in SYSTEM_GROUPS}
         self.data_version = DataVersion()
+        self._rendered = EntryCache(depth=1)  # subscriptionGroupTable sits one level in
 
     def load(self) -> None:
         data = self.file.load()
@@ -127,9 +128,16 @@ class SubscriptionGroupManager:
             "subscriptionGroupTable": {name: g.to_json() for name, g in self.table.items()},
         }
 
+    def file_json(self) -> dict:
+        """``to_json`` with each group rendered once per change (what ``persist`` writes)."""
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "subscriptionGroupTable": self._rendered.render(self.table, SubscriptionGroupConfig.to_json),
+        }
+
     def persist(self) -> defer.Deferred[None]:
         """Write the file in a thread; changes in a burst share one write (rendered when it starts)."""
-        return self.file.save_latest(self.to_json)
+        return self.file.save_latest(self.file_json)
 
     def find(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, created when auto-creation is on (as Java does)."""

@@ -32,9 +32,47 @@ def _scalar(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
+class RenderedMap:
+    """A string-keyed map whose entries are already rendered for ``pretty`` at ``depth``."""
+
+    __slots__ = ("lines", "depth")
+
+    def __init__(self, lines: list[str], depth: int) -> None:
+        self.lines = lines
+        self.depth = depth
+
+
+class EntryCache:
+    """Each entry of a big table rendered once per change, not once per save.
+
+    ``topics.json`` with 100,000 topics is ~25 MB: rendering it whole on every save took most of the
+    reactor's time while topics were created one after another. An entry is rendered again only when
+    the table holds a different object under its name (tables replace beans, never edit them in place).
+    """
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self._lines: dict[str, tuple[object, str]] = {}
+
+    def render(self, table: dict[str, Any], to_json: Callable[[Any], Any]) -> RenderedMap:
+        pad = "\t" * (self.depth + 1)
+        old, fresh = self._lines, {}
+        for name, bean in table.items():
+            hit = old.get(name)
+            if hit is None or hit[0] is not bean:
+                hit = (bean, f"{pad}{_scalar(name)}:{pretty(to_json(bean), self.depth + 1)}")
+            fresh[name] = hit
+        self._lines = fresh
+        return RenderedMap([line for _, line in fresh.values()], self.depth)
+
+
 def pretty(value: Any, depth: int = 0) -> str:
     """fastjson ``PrettyFormat``: tabs, one entry per line; int-keyed maps stay on one line."""
     pad = "\t" * (depth + 1)
+    if isinstance(value, RenderedMap):
+        if value.depth != depth:
+            raise ValueError(f"entries rendered for depth {value.depth}, placed at {depth}")
+        return "{\n" + ",\n".join(value.lines) + "\n" + "\t" * depth + "}" if value.lines else "{}"
     if isinstance(value, dict):
         if not value:
             return "{}"

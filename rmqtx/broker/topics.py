@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from twisted.logger import Logger
 
-from rmqtx.broker.jsonfiles import JsonConfigFile
+from rmqtx.broker.jsonfiles import EntryCache, JsonConfigFile
 from rmqtx.common.fastjson import JavaMap, table_capacity
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import (
@@ -55,6 +55,7 @@ class TopicConfigManager:
         self.file = JsonConfigFile(Path(store_root) / "config" / "topics.json")
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
+        self._rendered = EntryCache(depth=1)  # topicConfigTable sits one level in
         self._add_system_topics()
 
     def _system(self, name: str, queues: int, perm: int = PERM_READ | PERM_WRITE) -> None:
@@ -101,9 +102,16 @@ class TopicConfigManager:
         table = JavaMap(((name, tc.to_json()) for name, tc in self.table.items()), capacity=capacity)
         return {"dataVersion": self.data_version.to_json(), "topicConfigTable": table}
 
+    def file_json(self) -> dict:
+        """``to_json`` with each topic rendered once per change (what ``persist`` writes)."""
+        return {
+            "dataVersion": self.data_version.to_json(),
+            "topicConfigTable": self._rendered.render(self.table, TopicConfig.to_json),
+        }
+
     def persist(self) -> defer.Deferred[None]:
         """Write topics.json in a thread; changes in a burst share one write (rendered when it starts)."""
-        return self.file.save_latest(self.to_json)
+        return self.file.save_latest(self.file_json)
 
     def get(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
