@@ -184,12 +184,12 @@ class ConsumeQueue:
             if self.maps is not None:
                 self.maps.add(self, len(self.queue.files) or 1)
 
-    def unmap(self) -> bool:
+    def unmap(self, dispose: Callable[[mmap.mmap], object] | None = None) -> bool:
         """Unmap the files (an idle queue); False when it cannot be now (ext files are kept mapped)."""
         if self.ext is not None:
             return False
         for mf in self.queue.files:
-            mf.unmap()
+            mf.unmap(dispose)
         self.mapped = False
         return True
 

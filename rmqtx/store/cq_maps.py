@@ -4,8 +4,9 @@ the descriptor limit and vm.max_map_count. Queues are mapped on use and unmapped
 (LRU's cheap twin: a use is one flag set on the hot path, no list moved)."""
 from __future__ import annotations
 
+import mmap
 from collections import OrderedDict
-from typing import Protocol
+from typing import Callable, Protocol
 
 
 class Mappable(Protocol):
@@ -14,7 +15,7 @@ class Mappable(Protocol):
     used: bool
     charged: int
 
-    def unmap(self) -> bool: ...
+    def unmap(self, dispose: Callable[[mmap.mmap], object] | None = None) -> bool: ...
 
 
 class MappedQueues:
@@ -29,6 +30,8 @@ class MappedQueues:
         self.limit = max(1, limit)
         self.files = 0
         self._ring: OrderedDict[Mappable, None] = OrderedDict()
+        #: closes the mappings of unmapped queues (a running store: in its file thread); None: at once
+        self.dispose: Callable[[mmap.mmap], object] | None = None
 
     def __len__(self) -> int:
         return len(self._ring)
@@ -68,7 +71,7 @@ class MappedQueues:
                 ring[cq] = None
                 chances -= 1
                 continue
-            if not cq.unmap():  # cannot be unmapped now (ext files, for one)
+            if not cq.unmap(self.dispose):  # cannot be unmapped now (ext files, for one)
                 ring[cq] = None
                 chances -= 1
                 if chances <= 0:
@@ -83,7 +86,7 @@ class MappedQueues:
         for cq in list(self._ring):
             if cq.used:
                 cq.used = False
-            elif cq.unmap():
+            elif cq.unmap(self.dispose):
                 del self._ring[cq]
                 self.files -= cq.charged
                 cq.charged = 0

@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Callable
 
 from twisted.internet import task
@@ -16,6 +16,7 @@ from rmqtx.common.message import PROPERTY_KEYS, PROPERTY_UNIQ_KEY, parse_propert
 from rmqtx.common.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED, TRANSACTION_ROLLBACK
 
 from . import record as R
+from .allocator import FileAllocator
 from .checkpoint import Checkpoint
 from .commitlog import CommitLog
 from .config import StoreConfig
@@ -63,7 +64,7 @@ class MessageStore:
         self.config = config
         self.clock = clock
         self.root = config.store_path_root_dir
-        self._allocator = ThreadPoolExecutor(1, thread_name_prefix="rmqtx-store-alloc")
+        self._allocator = FileAllocator("rmqtx-store-alloc")
         self.commitlog = CommitLog(config, self._allocator)
         self.consume_queues: dict[tuple[str, int], ConsumeQueue] = {}
         #: the bound on mapped consume-queue files (None: every file mapped, from load on)
@@ -181,9 +182,14 @@ class MessageStore:
         self.flush.start(reactor)
         self.retention.start(reactor)
         if self.cq_maps is not None:
+            self.cq_maps.dispose = self._close_in_thread
             self._sweep_call = task.LoopingCall(self._sweep_maps)
             self._sweep_call.clock = reactor
             self._sweep_call.start(MAPS_SWEEP_SECONDS, now=False)
+
+    def _close_in_thread(self, mm: Any) -> None:
+        """An evicted queue's old mapping, closed by the file thread (see MappedFile.unmap)."""
+        self._allocator.submit(mm.close)
 
     def _sweep_maps(self) -> None:
         assert self.cq_maps is not None
@@ -272,6 +278,8 @@ class MessageStore:
 
     def _write_waiting(self) -> None:
         """Shutdown: wait for files being made (fine now) and write what waited for them."""
+        if self.cq_maps is not None:
+            self.cq_maps.dispose = None
         for cq in list(self.waiting_cqs):
             cq.later = None
             cq.write_pending()

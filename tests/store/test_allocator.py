@@ -1,0 +1,52 @@
+"""The store's file thread: calls run in order, on one thread, results and errors reach the futures."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from rmqtx.store.allocator import FileAllocator
+
+
+def test_runs_in_order_on_one_thread():
+    alloc = FileAllocator("test-alloc")
+    seen: list[tuple[int, str]] = []
+    futures = [alloc.submit(lambda i=i: seen.append((i, threading.current_thread().name)) or i) for i in range(2000)]
+    assert [f.result(timeout=10) for f in futures] == list(range(2000))
+    assert [i for i, _ in seen] == list(range(2000))
+    assert {name for _, name in seen} == {"test-alloc"}
+    alloc.shutdown(wait=True)
+    with pytest.raises(RuntimeError):
+        alloc.submit(lambda: None)
+
+
+def test_errors_reach_the_future_and_the_thread_goes_on():
+    alloc = FileAllocator("test-alloc")
+    bad = alloc.submit(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        bad.result(timeout=10)
+    assert alloc.submit(lambda: "after").result(timeout=10) == "after"
+    alloc.shutdown(wait=True)
+
+
+def test_shutdown_finishes_what_was_asked():
+    alloc = FileAllocator("test-alloc")
+    gate = threading.Event()
+    first = alloc.submit(gate.wait, 10)
+    later = [alloc.submit(lambda i=i: i) for i in range(100)]
+    threading.Timer(0.2, gate.set).start()
+    alloc.shutdown(wait=True)  # waits for the queued calls, as ThreadPoolExecutor.shutdown(wait=True) does
+    assert first.result(timeout=0) is True
+    assert [f.result(timeout=0) for f in later] == list(range(100))
+
+
+def test_shutdown_unused_and_cancel():
+    FileAllocator("never-used").shutdown(wait=True)  # no thread was started
+    alloc = FileAllocator("test-alloc")
+    gate = threading.Event()
+    alloc.submit(gate.wait, 10)
+    queued = alloc.submit(lambda: "never")
+    threading.Timer(0.2, gate.set).start()
+    alloc.shutdown(wait=True, cancel_futures=True)
+    assert queued.cancelled()
