@@ -10,9 +10,11 @@ Against a fresh broker process on a fresh temp store and free ports (``twistd rm
 Apache's 4.9.8 NameServer+Broker built and started as ``vs_java.py`` does), in turn:
 
 1. ``--topics`` topics of ``--queues`` queues made with UPDATE_AND_CREATE_TOPIC, one at a time over
-   one connection (as ``mqadmin updateTopic`` in a loop): the time for all of them;
+   one connection (as ``mqadmin updateTopic`` in a loop): the time for all of them (with
+   ``--create-batch N``, rmqtx only: N per UPDATE_AND_CREATE_TOPIC_LIST, 5.x's code 18);
 2. one ``--size``-byte SEND_MESSAGE_V2 to every queue, ``--depth`` requests in flight on each of
-   ``--conns`` connections (rmqtx's own remoting client): the time, the rate and failures;
+   ``--conns`` connections (rmqtx's own remoting client): the time, the rate and failures, and the
+   server's CPU seconds for steps 1 and 2 (/proc utime+stime: steadier than wall time on a busy host);
 3. how long after the last answer every acknowledged message is readable (GET_MAX_OFFSET of each
    queue; Java's broker dispatches to its consume queues in a thread, after answering), then the
    broker process's RssAnon, mapped regions (lines of /proc/PID/maps) and open descriptors, before
@@ -50,6 +52,8 @@ from twisted.internet import defer  # noqa: E402
 
 from rmqtx.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode  # noqa: E402
 from rmqtx.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader, send_header_to_v2  # noqa: E402
+from rmqtx.common import fastjson  # noqa: E402
+from rmqtx.common.topic_config import TopicConfig  # noqa: E402
 
 PREFIX = "QBench"
 
@@ -99,14 +103,24 @@ def send_request(topic: str, queue_id: int, body: bytes, n: int) -> RemotingComm
     return RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=body, fast_keys=order)
 
 
-async def create_topics(reactor, broker: str, topics: list[str], queues: int) -> float:
+def create_list_request(topics: list[str], queues: int) -> RemotingCommand:
+    """5.x's UPDATE_AND_CREATE_TOPIC_LIST (code 18): several topics in one request (4.9.8 has no such code)."""
+    configs = [TopicConfig(topic, queues, queues).to_json() for topic in topics]
+    return RemotingCommand(RequestCode.UPDATE_AND_CREATE_TOPIC_LIST,
+                           body=fastjson.dumps({"topicConfigList": configs}))
+
+
+async def create_topics(reactor, broker: str, topics: list[str], queues: int, batch: int = 1) -> float:
+    """One UPDATE_AND_CREATE_TOPIC per topic, or with ``batch`` > 1 one code-18 list per ``batch`` topics."""
     client = RemotingClient(reactor)
     t0 = time.monotonic()
     try:
-        for topic in topics:
-            resp = await client.invoke(broker, create_request(topic, queues), timeout=60)
+        for i in range(0, len(topics), batch):
+            some = topics[i:i + batch]
+            request = create_request(some[0], queues) if batch == 1 else create_list_request(some, queues)
+            resp = await client.invoke(broker, request, timeout=60)
             if resp.code != ResponseCode.SUCCESS:
-                raise RuntimeError(f"create {topic}: {resp.code} {resp.remark}")
+                raise RuntimeError(f"create {some[0]}..: {resp.code} {resp.remark}")
         return time.monotonic() - t0
     finally:
         await client.close()
@@ -269,15 +283,20 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
         rows.append(("first start (s)", f"{server.start_seconds:.2f}"))
         pid = broker_pid(server)
         before = proc_figures(pid)
-        created = wait(reactor, create_topics(reactor, server.broker, topics, args.queues))
+        cpu0 = vs_java.cpu_seconds(server.pids())
+        created = wait(reactor, create_topics(reactor, server.broker, topics, args.queues, args.create_batch))
+        how = "one request each" if args.create_batch == 1 else f"code 18, {args.create_batch} per request"
         rows.append((f"create {len(topics)} topics of {args.queues} queues (s)",
-                     f"{created:.1f} ({len(topics) / created:.0f}/s)"))
+                     f"{created:.1f} ({len(topics) / created:.0f}/s, {how})"))
         mid = proc_figures(pid)
+        cpu1 = vs_java.cpu_seconds(server.pids())
         seconds, failed_at = wait(reactor, send_all(reactor, server.broker, topics, args.queues, args.size,
                                                  args.conns, args.depth))
+        cpu2 = vs_java.cpu_seconds(server.pids())
         total = len(topics) * args.queues
         rows.append((f"first message to each of {total} queues (s)",
                      f"{seconds:.1f} ({total / seconds:.0f}/s), {len(failed_at)} failed"))
+        rows.append(("server CPU (s): topic creation; first sends", f"{cpu1 - cpu0:.1f}; {cpu2 - cpu1:.1f}"))
         t0 = time.monotonic()
         problems.append(check_read_back(reactor, server, topics, args.queues, failed_at, "after the sends", 300))
         rows.append(("every queue's message readable, after the sends (s)", f"{time.monotonic() - t0:.1f}"))
@@ -367,8 +386,12 @@ def main() -> None:
                     help="rmqtx's storeType (Java 4.9.8 has the file store only)")
     ap.add_argument("--consume", action="store_true", help="after the last start, pull every queue's message back")
     ap.add_argument("--start-timeout", type=float, default=900.0, help="seconds a (re)start may take")
+    ap.add_argument("--create-batch", type=int, default=1, metavar="N",
+                    help="create topics N per UPDATE_AND_CREATE_TOPIC_LIST (5.x's code 18; rmqtx only)")
     ap.add_argument("--keep", action="store_true", help="leave the temp dir (stores, logs)")
     args = ap.parse_args()
+    if args.create_batch < 1 or (args.create_batch > 1 and args.against != "rmqtx"):
+        ap.error("--create-batch takes N >= 1, and N > 1 only --against rmqtx (Java 4.9.8 has no code 18)")
     signal.signal(signal.SIGTERM, vs_java._on_sigterm)
     vs_java.START_TIMEOUT = args.start_timeout
     if args.against != "java":
