@@ -385,3 +385,59 @@ def mqadmin(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
                               env={**os.environ, "ROCKETMQ_HOME": str(home)})
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+class RmqtxControllerModeGroup(ControllerModeGroup):
+    """The same group with rmqtx in every seat: rmqtx controllers, ``twistd rmqnamesrv``, rmqtx brokers in
+    controller mode (``enableControllerMode=true``); no JVM."""
+
+    def __init__(self, controllers: int = 3, brokers: int = 3, controller_conf: dict | None = None,
+                 broker_conf: dict | None = None, controller_addrs: str | None = None) -> None:
+        from testkit.ha import Broker, Namesrv
+
+        self.tmp = tempfile.mkdtemp(prefix="rmqtx-ctl-")
+        self.root = Path(self.tmp)
+        self.controllers = Controllers(self.root, controllers, **(controller_conf or {}))
+        self.namesrv_proc = Namesrv(self.root)
+        self.namesrv = self.namesrv_proc.addr
+        self.broker_conf = {
+            "brokerClusterName": CLUSTER, "enableControllerMode": "true",
+            "controllerAddr": controller_addrs or self.controllers.addr_list, "allAckInSyncStateSet": "true",
+            "syncBrokerMetadataPeriod": 2000, "checkSyncStateSetPeriod": 2000, "syncControllerMetadataPeriod": 2000,
+            "haSendHeartbeatInterval": 1000, "mappedFileSizeCommitLog": 1024 * 1024, **(broker_conf or {})}
+        self.brokers = [Broker(self.root, f"broker{i}", self.namesrv, {k: str(v) for k, v in self.broker_conf.items()})
+                        for i in range(brokers)]
+
+    def start(self, timeout: float = 60.0) -> "RmqtxControllerModeGroup":
+        try:
+            if self.controllers.nodes:
+                self.controllers.start()
+            self.namesrv_proc.start()
+            for broker in self.brokers:
+                broker.start()
+            self.wait_master(timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        """On the master only (an rmqtx slave refuses topic changes); the slaves copy it with their table sync."""
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
+                  "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        _, master_addr, _ = self.wait_master(30)
+        resp = call(master_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), 10)
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"create topic {topic} on {master_addr}: {resp.code} {resp.remark}")
+
+    def logs(self) -> str:
+        return "\n".join(f"=== {b.name}\n{b.log()[-3000:]}" for b in self.brokers)
+
+    def close(self) -> None:
+        for broker in self.brokers:
+            if broker.alive():
+                broker.stop()
+        if self.namesrv_proc.alive():
+            self.namesrv_proc.stop()
+        self.controllers.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
