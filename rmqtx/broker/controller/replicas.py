@@ -226,10 +226,18 @@ class ReplicasManager:
             return
         header = h.BrokerHeartbeatRequestHeader(
             cfg.brokerClusterName, cfg.broker_addr, cfg.brokerName, self.broker_id, self.ha.last_epoch,
-            self.ctx.store.max_phy_offset, self.ha.confirm_offset, s.heartbeat_timeout_ms, s.election_priority)
+            self.ctx.store.max_phy_offset, self.confirm_offset(), s.heartbeat_timeout_ms, s.election_priority)
         for addr in s.controller_addrs:
             request = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, header.to_fields(), oneway=True)
             self.client.invoke_oneway(addr, request).addErrback(lambda f: None)
+
+    def confirm_offset(self) -> int:
+        """Java's getConfirmOffset: a master waiting for no one (not allAckInSyncStateSet, or alone in its set)
+        confirms everything it has; otherwise the lowest ack of the set (a slave: what its master sent)."""
+        store = self.ctx.store
+        if self.is_master and (not self.settings.all_ack_in_sync_state_set or len(self.ha.sync_state_set) <= 1):
+            return store.max_phy_offset
+        return min(self.ha.confirm_offset, store.max_phy_offset)
 
     async def sync_broker_metadata(self) -> None:
         """GET_REPLICA_INFO: a newer master epoch means a role change we were not told of."""
