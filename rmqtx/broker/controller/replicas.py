@@ -352,7 +352,7 @@ class ReplicasManager:
         self.special(False)
         self.master_addr, self.master_id = master_addr, master_id
         self.sync.master_addr = master_addr
-        if self.sync._loop is None or not self.sync._loop.running:
+        if not self.sync.running:
             self.sync.start()
         self.ha.change_to_slave(epoch, self.broker_id if self.broker_id is not None else -1)
         self._register_namesrv()
