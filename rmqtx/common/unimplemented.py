@@ -43,6 +43,7 @@ BROKER: tuple[Unimplemented, ...] = (
     Unimplemented("enableSlaveActingMaster", _true, "slave-acting-master mode"),
     Unimplemented("enableAutoInSyncReplicas", _true, "automatic in-sync replicas"),
     Unimplemented("inSyncReplicas", _above(2), "a SYNC_MASTER waiting for more than one slave"),
+    Unimplemented("haFlowControlEnable", _true, "HA transfer flow control (maxHaTransferByteInSecond)"),
     Unimplemented("enableDLegerCommitLog", _true, "DLedger commit log mode"),
     Unimplemented("storeType", _not("default", "defaultRocksDB"),
                   "a store other than the file store or RocksDB consume queues (storeType=default or defaultRocksDB)"),
