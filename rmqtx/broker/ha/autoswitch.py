@@ -369,6 +369,8 @@ class SlaveConnection(protocol.Protocol):
         point = mine.consistent_point(theirs)
         if point < 0:
             return f"no consistent point between the master's epochs {master_entries} and ours"
+        if point < store.max_phy_offset and store.flush.busy:  # files a flush thread syncs must not go now
+            return "a flush is running; truncating on the next attempt"
         if point < store.max_phy_offset:
             truncate_log(store, point)
             self.client.appender = ReplicaAppender(store)
@@ -452,7 +454,7 @@ class AutoSwitchClient:
         """Java's truncateInvalidMsg: bytes after the last whole record (a frame cut by a crash) go first."""
         self.appender.dispatch()
         end = self.appender.dispatched
-        if 0 < end < self.store.max_phy_offset:
+        if 0 < end < self.store.max_phy_offset and not self.store.flush.busy:
             truncate_log(self.store, end)
             self.service.epochs.truncate_from_offset(end)
             self.appender = ReplicaAppender(self.store)
