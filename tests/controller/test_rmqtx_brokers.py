@@ -6,7 +6,8 @@ of the master: a new master comes from the sync-state set, the NameServer's rout
 and every acked message is read back from it at the queue offset its ack named. Then a diverged log: with
 the last slave stopped, the new master stores messages no one acked (WAIT=false) and is killed; the slave
 is elected, and both dead brokers, restarted, rejoin as slaves, the second one truncating what the new
-master never had: at the end the three commit logs are byte for byte the same.
+master never had: the three commit logs are then byte for byte the same. Last, an admin election (the
+request of mqadmin's electMaster) moves the master away from a live broker, which rejoins as a slave.
 
 The body runs in a child process: rmqtx's blocking client runs the global reactor on a thread of its own,
 and trial runs the same reactor on its main thread for the tests after this one.
@@ -133,6 +134,22 @@ class Scenario(unittest.TestCase):
             self.assertEqual(broker.commit_log_bytes(top), reference, f"{broker.name}'s commit log differs")
         self.assertNotIn(b"unacked-", reference)
         self.assertGreater(third_epoch, first_epoch)
+
+        # 4. an admin election (mqadmin electMaster's request) moves the master away from a live broker
+        import time
+
+        from rmqtx.remoting.codes import RequestCode
+
+        target = _broker_id(first)
+        resp = group.controllers.request(RequestCode.CONTROLLER_ELECT_MASTER, {
+            "clusterName": cluster, "brokerName": "broker-a", "brokerId": target, "designateElect": "true",
+            "invokeTime": int(time.time() * 1000)})
+        self.assertEqual(resp.code, 0, resp.remark)
+        wait_until(lambda: group.namesrv_proc.broker_addrs().get(0) == first.addr, 15, "the route naming the elected broker")
+        sender = Sender(first.addr)
+        self.assertEqual(sender.send(TOPIC, b"after-admin-election", 1).code, 0)
+        sender.close()
+        wait_until(lambda: len(group.sync_state_set()) == 3, 30, "the demoted master back in the sync-state set", step=0.3)
 
 
 def _broker_id(broker: object) -> int:
