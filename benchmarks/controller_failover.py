@@ -1,10 +1,15 @@
-"""Controller mode failover: three rmqtx controllers, Apache 5.4.0's NameServer and three Apache 5.4.0 brokers
-of one group; each run kills the master (``kill -9``) under SYNC sends from rmqtx's Python client.
+"""Controller mode failover: three brokers of one group under controllers; each run kills the master
+(``kill -9``) under SYNC sends from rmqtx's Python client.
 
-    python benchmarks/controller_failover.py [--runs 5] [--before 150] [--after 100]
+    python benchmarks/controller_failover.py [--brokers apache|rmqtx] [--controllers rmqtx|apache]
+                                             [--runs 5] [--before 150] [--after 100]
 
-Between runs the killed broker is started again on its own store (it rejoins as a slave, Apache's
-AutoSwitchHA truncating what it had beyond the new master) and the next run waits until the sync-state set
+The mixes: ``--brokers apache`` (default): three rmqtx controllers, Apache 5.4.0's NameServer and brokers;
+``--brokers rmqtx``: rmqtx's NameServer and brokers in controller mode (``allAckInSyncStateSet=true``) under
+three rmqtx controllers, or under one Apache 5.4.0 controller with ``--controllers apache``.
+
+Between runs the killed broker is started again on its own store (it rejoins as a slave, the AutoSwitch HA
+truncating what it had beyond the new master) and the next run waits until the sync-state set
 holds all three again. Per run it prints: seconds from the kill to the controller's election and to the first
 acked send, acked sends, acked sends missing from the new master (lost) or there with other contents
 (changed), and the sends that failed meanwhile; then the totals as one Markdown table row.
@@ -21,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from testkit.controller import ControllerModeGroup, failover_run  # noqa: E402
+from testkit.controller import ControllerModeGroup, RmqtxControllerModeGroup, failover_run  # noqa: E402
 from testkit.ha import wait_until  # noqa: E402
 
 TOPIC = "ControllerFailoverBench"
@@ -32,9 +37,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--before", type=int, default=150, help="acked sends before each kill")
     parser.add_argument("--after", type=int, default=100, help="acked sends after each kill")
+    parser.add_argument("--brokers", choices=("apache", "rmqtx"), default="apache")
+    parser.add_argument("--controllers", choices=("rmqtx", "apache"), default="rmqtx",
+                        help="with --brokers rmqtx: three rmqtx controllers or one Apache 5.4.0 controller")
     args = parser.parse_args(argv)
     began = time.monotonic()
-    group = ControllerModeGroup().start()
+    if args.brokers == "rmqtx":
+        group: ControllerModeGroup = RmqtxControllerModeGroup(apache_controller=args.controllers == "apache").start()
+        mix = "rmqtx brokers, " + ("Apache 5.4.0 controller" if args.controllers == "apache" else "rmqtx controllers")
+    else:
+        group = ControllerModeGroup().start()
+        mix = "Apache 5.4.0 brokers, rmqtx controllers"
     rows = []
     try:
         print(f"started in {time.monotonic() - began:.1f} s; load {os.getloadavg()[0]:.1f}", flush=True)
@@ -55,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n| mix | runs | acked | lost | elected after kill (s) min/max | first acked send after kill (s) min/max |")
     print("|---|---|---|---|---|---|")
     if rows:
-        print(f"| Apache 5.4.0 brokers, rmqtx controllers | {len(rows)} | {acked} | {lost} | "
+        print(f"| {mix} | {len(rows)} | {acked} | {lost} | "
               f"{min(elected):.2f} / {max(elected):.2f} | {min(resumed):.2f} / {max(resumed):.2f} |")
     print(f"\nload average now {os.getloadavg()[0]:.1f}; total {time.monotonic() - began:.0f} s")
     return 0 if lost == 0 else 1

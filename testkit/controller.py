@@ -385,3 +385,104 @@ def mqadmin(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
                               env={**os.environ, "ROCKETMQ_HOME": str(home)})
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+class RmqtxControllerModeGroup(ControllerModeGroup):
+    """The same group with rmqtx in every seat: rmqtx controllers, ``twistd rmqnamesrv``, rmqtx brokers in
+    controller mode (``enableControllerMode=true``); no JVM."""
+
+    def __init__(self, controllers: int = 3, brokers: int = 3, controller_conf: dict | None = None,
+                 broker_conf: dict | None = None, apache_controller: bool = False) -> None:
+        from testkit.ha import Broker, Namesrv
+
+        self.tmp = tempfile.mkdtemp(prefix="rmqtx-ctl-")
+        self.root = Path(self.tmp)
+        self.controllers: Controllers = (ApacheController(self.root, **(controller_conf or {})) if apache_controller
+                                         else Controllers(self.root, controllers, **(controller_conf or {})))
+        self.namesrv_proc = Namesrv(self.root)
+        self.namesrv = self.namesrv_proc.addr
+        self.broker_conf = {
+            "brokerClusterName": CLUSTER, "enableControllerMode": "true",
+            "controllerAddr": self.controllers.addr_list, "allAckInSyncStateSet": "true",
+            "syncBrokerMetadataPeriod": 2000, "checkSyncStateSetPeriod": 2000, "syncControllerMetadataPeriod": 2000,
+            "haSendHeartbeatInterval": 1000, "mappedFileSizeCommitLog": 1024 * 1024, **(broker_conf or {})}
+        self.brokers = [Broker(self.root, f"broker{i}", self.namesrv, {k: str(v) for k, v in self.broker_conf.items()})
+                        for i in range(brokers)]
+
+    def start(self, timeout: float = 60.0) -> "RmqtxControllerModeGroup":
+        try:
+            self.controllers.start()
+            self.namesrv_proc.start()
+            for broker in self.brokers:
+                broker.start()
+            self.wait_master(timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        """On the master only (an rmqtx slave refuses topic changes); the slaves copy it with their table sync."""
+        fields = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": queues, "writeQueueNums": queues,
+                  "perm": 6, "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+        _, master_addr, _ = self.wait_master(30)
+        resp = call(master_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields), 10)
+        if resp.code != ResponseCode.SUCCESS:
+            raise RuntimeError(f"create topic {topic} on {master_addr}: {resp.code} {resp.remark}")
+
+    def logs(self) -> str:
+        return "\n".join(f"=== {b.name}\n{b.log()[-3000:]}" for b in self.brokers)
+
+    def close(self) -> None:
+        for broker in self.brokers:
+            if broker.alive():
+                broker.stop()
+        if self.namesrv_proc.alive():
+            self.namesrv_proc.stop()
+        self.controllers.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class ApacheController(Controllers):
+    """One Apache 5.4.0 controller JVM (``ControllerStartup``, DLedger, one peer) in place of rmqtx's nodes;
+    brokers and mqadmin reach it on its DLedger peer address (its only port)."""
+
+    def __init__(self, root: Path, **conf: object) -> None:
+        peer = controller_port()
+        self.addrs = {"n0": f"127.0.0.1:{peer}"}
+        self.nodes = {}
+        home = root / "apache-controller"
+        home.mkdir(parents=True, exist_ok=True)
+        values = {"controllerDLegerGroup": "apache-controllers", "controllerDLegerPeers": f"n0-127.0.0.1:{peer}",
+                  "controllerDLegerSelfId": "n0", "controllerStorePath": home / "store",
+                  "scanNotActiveBrokerInterval": 1000, "scanInactiveMasterInterval": 1000, **conf}
+        (home / "controller.conf").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+        self.jvm = ApacheJvm(home, "org.apache.rocketmq.controller.ControllerStartup", ["-c", str(home / "controller.conf")],
+                             BROKER_JVM)
+
+    def start(self, timeout: float = 60.0) -> "ApacheController":
+        apache5.classpath()
+        self.jvm.start()
+        self.wait_leader(timeout)
+        return self
+
+    def leader(self) -> str | None:
+        addr = self.addrs["n0"]
+        try:
+            meta = self.metadata(addr)
+        except OSError:
+            return None
+        return addr if meta.get("isLeader") == "true" else None
+
+    def wait_leader(self, timeout: float = 30.0) -> str:
+        def check() -> str | None:
+            if not self.jvm.alive():
+                raise AssertionError(f"Apache's controller exited:\n{self.jvm.log()}")
+            return self.leader()
+        return str(wait_until(check, timeout, "Apache's controller leading", step=0.3))
+
+    def events(self) -> str:
+        return self.jvm.log()
+
+    def stop(self) -> None:
+        self.jvm.stop()

@@ -30,6 +30,10 @@ ALLOWED_IGNORES = {
     "tests/admin/test_mqadmin5_java.py": "Apache's mqadmin 5.5.0, 70 subcommands in a few JVMs, takes about a minute: once, in the trial env",
     "tests/controller/test_apache_brokers.py": "three Apache 5.4.0 brokers and a NameServer under rmqtx controllers, kill -9 "
                                                "included, about a minute and a half: once, in the trial env",
+    "tests/controller/test_rmqtx_brokers_apache.py": "rmqtx brokers under Apache 5.4.0's controller (a JVM), kill -9 "
+                                                      "included, about half a minute: once, in the trial env",
+    "tests/controller/test_mixed_group.py": "an Apache 5.4.0 broker and two rmqtx brokers in one controller-mode group "
+                                            "(a JVM), two kill -9 failovers, about 40 s: once, in the trial env",
     "tests/grpc/test_vs_apache.py": "Apache 5.4.0's NameServer and Proxy, two JVMs started and stopped, about a minute: once, in the trial env",
     "tests/security/test_acl2_vs_apache.py": "ACL 2.0 against Apache 5.4.0's broker and its mqadmin and client (three JVMs, a minute and a half): once, in the trial env",
 }

@@ -23,6 +23,8 @@ from typing import Any, Mapping
 from twisted.logger import Logger
 
 from rmqtx.broker.console_settings import METRICS_KEYS, ConsoleConfig
+from rmqtx.broker.controller.settings import KEYS as CONTROLLER_MODE_KEYS
+from rmqtx.broker.controller.settings import ControllerModeSettings
 from rmqtx.broker.grpc_settings import KEYS as GRPC_SETTING_KEYS
 from rmqtx.broker.grpc_settings import GrpcSettings
 from rmqtx.broker.ha.settings import HASettings
@@ -81,7 +83,7 @@ RECALL_KEYS = frozenset({"recallMessageEnable", "allowRecallWhenBrokerNotWriteab
 #: rmqtx's own keys and Java keys that GET_BROKER_CONFIG leaves out while unset.
 EXTRA_KEYS = frozenset({"enableUpdateBrokerConfig", "litePullMessageEnable", "haMasterAddress", "mapedFileSizeCommitLog",
                         "mapedFileSizeConsumeQueue", "brokerConfigPath"}) | CONSOLE_KEYS | GRPC_KEYS | RECALL_KEYS | METRICS_KEYS \
-    | MESSAGE_TYPE_KEYS
+    | MESSAGE_TYPE_KEYS | CONTROLLER_MODE_KEYS
 #: The broker fields UPDATE_BROKER_CONFIG may change: each is read on every use, so a change is both
 #: safe and effective at once.
 RUNTIME_KEYS = frozenset(
@@ -100,7 +102,7 @@ RUNTIME_KEYS = frozenset(
     }
 )
 #: What ``BrokerConfig.update`` may replace: those, the port an ephemeral listen took, the HA section.
-_UPDATABLE = RUNTIME_KEYS | {"listenPort", "ha"}
+_UPDATABLE = RUNTIME_KEYS | {"listenPort", "ha", "brokerId", "brokerRole"}  # the last two: controller-mode role switches
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +191,7 @@ class BrokerConfig:
     pop: PopSettings = _section()
     timer: TimerConfig = _section()
     switches: BrokerSwitches = _section()
+    controller: ControllerModeSettings = _section()
 
     def __post_init__(self) -> None:
         """Check the role and parse each section; a value that does not parse raises ValueError."""
@@ -212,10 +215,12 @@ class BrokerConfig:
         init(self, "pop", PopSettings.from_properties(props))
         init(self, "timer", TimerConfig.from_properties(props))
         init(self, "switches", BrokerSwitches.from_properties(props))
+        init(self, "controller", ControllerModeSettings.from_properties(props))
 
     def update(self, **changes: Any) -> None:
         """The one run-time write: replace broker fields in ``RUNTIME_KEYS``, ``listenPort`` (the port an
-        ephemeral listen took) or the ``ha`` section (the port a master's HA listener bound).
+        ephemeral listen took), the ``ha`` section (the port a master's HA listener bound), or, in controller
+        mode, ``brokerId`` and ``brokerRole`` (the role the controller gave).
 
         Whole values are replaced, never changed in place; any other name raises AttributeError.
         """

@@ -75,7 +75,7 @@ class ConfigFiles(service.Service):
         ctx.groups.load()
         ctx.offsets.load()
         ctx.schedule.load()
-        if not ctx.config.is_slave:
+        if not ctx.config.is_slave or ctx.config.controller.enabled:  # controller mode: may become master
             ctx.timer.load()
         ctx.transactions.load()
         ctx.filters.load()
@@ -247,7 +247,7 @@ class Upkeep(service.Service):
             loop = task.LoopingCall(persist)
             loop.start(seconds, now=False)
             self._loops.append(loop)
-        if ctx.config.namesrv_addrs:
+        if ctx.config.namesrv_addrs and not ctx.config.controller.enabled:  # controller mode: once it has a role
             ctx.registrar.start()
         super().startService()
 

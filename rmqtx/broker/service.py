@@ -80,6 +80,7 @@ def build_context(cfg: BrokerConfig, namesrv_client: RemotingClient, reactor: An
     ha = HARole(core, namesrv_client, reactor)
     core.registrar.on_registered.append(ha.on_registered)
     ctx = BrokerContext.over(core, ha, PopService(core, reactor))
+    ha.pop_revive = ctx.pop.revive
     store.add_arrival_listener(ctx.holds.notify_arrival)
     store.add_arrival_listener(ctx.stats.on_arrival)
     store.add_arrival_listener(ctx.pop.holds.notify_arrival)
@@ -149,6 +150,9 @@ class BrokerService(OrderedServices):
             )
             self.dispatcher.register_many(self.acl.table_of_handlers())  # with ACL off they stay "not supported"
         self._wire_acl2()
+        replicas = ctx.ha.replicas
+        if replicas is not None:  # controller mode: the controller's word after an election
+            self.dispatcher.register_many({RequestCode.NOTIFY_BROKER_ROLE_CHANGED: lambda request, conn: replicas.on_notify(request)})
         self.dispatcher.on_close.append(ctx.clients.connection_closed)
         self.dispatcher.after_read.append(ctx.store.flush_arrivals)
 

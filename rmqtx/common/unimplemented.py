@@ -1,7 +1,6 @@
 """Security and durability settings rmqtx does not implement: start-up stops on them.
 
-A broker that ignored ``enableControllerMode=true`` would never fail over, one that ignored
-``enableDLegerCommitLog=true`` would not replicate as its operator believes. So a key below that asks for such a feature ends start-up with one line naming it. The same keys at
+A broker that ignored ``enableDLegerCommitLog=true`` would not replicate as its operator believes. So a key below that asks for such a feature ends start-up with one line naming it. The same keys at
 their defaults (feature off) are accepted, as Apache's brokers accept them.
 """
 
@@ -41,12 +40,10 @@ class Unimplemented:
 
 #: Broker keys (Apache 5.3-5.5's BrokerConfig, AuthConfig and MessageStoreConfig).
 BROKER: tuple[Unimplemented, ...] = (
-    Unimplemented("enableControllerMode", _true, "controller mode on an rmqtx broker (5.x automatic master failover; rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
     Unimplemented("enableSlaveActingMaster", _true, "slave-acting-master mode"),
     Unimplemented("enableAutoInSyncReplicas", _true, "automatic in-sync replicas"),
-    Unimplemented("allAckInSyncStateSet", _true, "acks from the whole sync-state set (controller mode)"),
     Unimplemented("inSyncReplicas", _above(2), "a SYNC_MASTER waiting for more than one slave"),
-    Unimplemented("minInSyncReplicas", _above(1), "a minimum of in-sync replicas (controller mode)"),
+    Unimplemented("haFlowControlEnable", _true, "HA transfer flow control (maxHaTransferByteInSecond)"),
     Unimplemented("enableDLegerCommitLog", _true, "DLedger commit log mode"),
     Unimplemented("storeType", _not("default", "defaultRocksDB"),
                   "a store other than the file store or RocksDB consume queues (storeType=default or defaultRocksDB)"),

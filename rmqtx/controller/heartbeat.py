@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from rmqtx.controller.headers import BrokerHeartbeatRequestHeader
+from rmqtx.remoting.controller_headers import BrokerHeartbeatRequestHeader
 
 #: A broker that names no timeout (Apache's DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, ms).
 DEFAULT_TIMEOUT_MS = 10_000

@@ -8,7 +8,7 @@ from twisted.internet import defer
 
 from rmqtx.common.fastjson import FastjsonError, loads
 from rmqtx.common.properties import parse_properties
-from rmqtx.controller import headers as h
+from rmqtx.remoting import controller_headers as h
 from rmqtx.controller.config import ControllerConfig
 from rmqtx.controller.heartbeat import HeartbeatTable
 from rmqtx.controller.replicas import ReplicasInfo, Result

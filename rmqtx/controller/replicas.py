@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Optional
 
 from rmqtx.common.fastjson import JavaMap, JavaSet, dumps
-from rmqtx.controller import headers as h
+from rmqtx.remoting import controller_headers as h
 from rmqtx.remoting.codes import ResponseCode
 from rmqtx.remoting.header import CommandHeader
 

@@ -19,7 +19,7 @@ from twisted.logger import Logger
 from twisted.python.failure import Failure
 
 from rmqtx.common.fastjson import JavaSet, dumps, loads
-from rmqtx.controller import headers as h
+from rmqtx.remoting import controller_headers as h
 from rmqtx.controller.config import ControllerConfig
 from rmqtx.controller.heartbeat import DEFAULT_TIMEOUT_MS, HeartbeatTable
 from rmqtx.controller.processor import ControllerProcessor

@@ -105,6 +105,11 @@ class FlushService:
         self._wake.set()
         self._thread = None
 
+    @property
+    def busy(self) -> bool:
+        """A flush of the commit log or of the queues runs in a thread now (a truncation waits for it to end)."""
+        return self._cl_busy or self._logics_busy
+
     def _in_thread(self, fn: Any, *args: Any) -> Deferred:
         return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), fn, *args)
 

@@ -320,6 +320,10 @@ class MessageStore:
     def running(self) -> bool:
         return self._running
 
+    def set_slave(self, slave: bool) -> None:
+        """Controller mode switches the role at run time: a slave's commit log takes replicated bytes only."""
+        self._slave = slave
+
     def _refuse(self) -> PutResult | None:
         if not self._running:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, remark="message store is not running")

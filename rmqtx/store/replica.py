@@ -140,3 +140,26 @@ class ReplicaAppender:
             self.dispatched += size
         for (topic, qid), cq in notify.items():
             store.notify_arrival(topic, qid, cq.max_offset)
+
+
+def truncate_log(store: "MessageStore", offset: int) -> None:
+    """Cut the commit log at ``offset`` while the store runs (a rejoining replica dropping what its new master
+    never had): later files go, the holding file's tail is zeroed, and consume queues and index forget the
+    records past it, as recovery cuts a torn tail."""
+    from .recovery import zero_tail
+
+    cl = store.commitlog
+    if offset >= cl.max_offset:
+        return
+    log.warning("replica: truncating the commit log from %d to %d", cl.max_offset, offset)
+    cl.queue.discard_prepared()
+    cl.queue.truncate_dirty(offset)
+    holder = cl.queue.find(offset)
+    if holder is not None:
+        zero_tail(holder, offset - holder.from_offset, cl.max_record_size + 8)
+    for cq in store.consume_queues.values():
+        if cq.max_physic_offset > offset:
+            cq.truncate_dirty(offset)
+    store.index.truncate(offset)
+    for key, cq in store.consume_queues.items():
+        cl.topic_queue_table[key] = cq.max_offset

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unittest
 
 from rmqtx.common.fastjson import loads
-from rmqtx.controller import headers as h
+from rmqtx.remoting import controller_headers as h
 from rmqtx.controller.config import ControllerConfig
 from rmqtx.controller.replicas import ReplicasInfo, elect, sync_state_set_body
 from rmqtx.remoting.codes import ResponseCode

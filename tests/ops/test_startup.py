@@ -163,9 +163,7 @@ class StartupFailureTest(unittest.TestCase):
 
     def test_failover_and_replica_settings_stop_start_up(self) -> None:
         conf = self.scratch.dir / "broker.conf"
-        for line, what in (("enableControllerMode=true", "controller mode on an rmqtx broker (5.x automatic master failover; "
-                                                         "rmqtx has only the controller, for Apache brokers: docs/controller.md)"),
-                           ("enableDLegerCommitLog=true", "DLedger commit log mode"),
+        for line, what in (("enableDLegerCommitLog=true", "DLedger commit log mode"),
                            ("inSyncReplicas=3", "a SYNC_MASTER waiting for more than one slave"),
                            ("storeType=rocksdb", "a store other than the file store or RocksDB consume queues "
                                                  "(storeType=default or defaultRocksDB)")):
@@ -173,6 +171,9 @@ class StartupFailureTest(unittest.TestCase):
             proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
             self.assertOneLine(proc, f"broker.conf: {line} asks for {what}, which rmqtx does not implement; "
                                      "remove the key to start")
+        conf.write_text("enableControllerMode=true\n")  # honoured (docs/controller.md): it needs its controllers
+        proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
+        self.assertOneLine(proc, "broker.conf: enableControllerMode=true needs controllerAddr (host:port, ';'-separated)")
         namesrv_conf = self.scratch.dir / "namesrv.conf"
         namesrv_conf.write_text("enableControllerInNamesrv=true\n")  # honoured (docs/controller.md): it needs its peers
         proc = self.scratch.run(["rmqnamesrv", "-c", str(namesrv_conf), "-p", str(self.scratch.namesrv_port)])

@@ -11,6 +11,8 @@ from twisted.internet import defer
 from twisted.internet.error import CannotListenError
 from twisted.logger import Logger
 
+from rmqtx.broker.controller.replicas import ReplicasManager
+from rmqtx.broker.ha.autoswitch import AutoSwitchHAService
 from rmqtx.broker.ha.master import HAMasterService
 from rmqtx.broker.ha.slave import HAClient
 from rmqtx.broker.ha.sync import SlaveSynchronize
@@ -44,13 +46,17 @@ class HARole:
         self.ctx = ctx
         self.reactor = reactor
         cfg = ctx.config
-        self.is_slave = cfg.is_slave
         self.sync_master = cfg.brokerRole == "SYNC_MASTER"
         self.master: HAMasterService | None = None
         self.client: HAClient | None = None
         self.sync: SlaveSynchronize | None = None
+        self.auto: AutoSwitchHAService | None = None
+        self.replicas: ReplicasManager | None = None
+        self.pop_revive: Any = None  # set by build_context: POP's revive runs on a master only
         self._fixed_master = False
-        if self.is_slave:
+        if cfg.controller.enabled:
+            self._controller_mode(client)
+        elif self.is_slave:
             self.client = HAClient(ctx.store, reactor)
             self.sync = SlaveSynchronize(ctx, client, reactor)
             addr = cfg.ha.master_address
@@ -62,9 +68,58 @@ class HARole:
             if self.sync_master:  # a commit's put waits as a send's does (END_TRANSACTION)
                 ctx.transactions.after_put = lambda d, properties: wait_for_replica(self, d, properties)
 
+    @property
+    def is_slave(self) -> bool:
+        return self.ctx.config.is_slave
+
+    def _controller_mode(self, client: "RemotingClient") -> None:
+        """5.x controller mode: the broker waits as a fenced slave until the controller gives it a role."""
+        ctx, cfg = self.ctx, self.ctx.config
+        cfg.update(brokerRole="SLAVE", brokerId=-1)
+        ctx.store.set_slave(True)
+        self.sync_master = True  # every SYNC send asks after_put; a slave's store refuses the put first
+        epoch_path = cfg.controller.epoch_file or os.path.join(cfg.storePathRootDir, "epochFileCheckpoint")
+        self.auto = AutoSwitchHAService(ctx.store, self.reactor, cfg.controller, epoch_path)
+        self.sync = SlaveSynchronize(ctx, client, self.reactor)
+        self.replicas = ReplicasManager(ctx, client, self.reactor, self.auto, self.sync, self._special_services)
+        ctx.transactions.after_put = lambda d, properties: wait_for_replica(self, d, properties)
+
+    def _special_services(self, master: bool) -> None:
+        """Java's changeSpecialServiceStatus: delay levels, timer, transaction checks and POP revive run on the master."""
+        ctx = self.ctx
+        parts: list[Any] = [ctx.schedule, ctx.timer, ctx.transactions]
+        if self.pop_revive is not None:
+            parts.append(self.pop_revive)
+        for part in parts:
+            try:
+                if master:
+                    part.start()
+                else:
+                    part.stop()
+            except Exception as e:  # noqa: BLE001 - one part failing must not stop the role change
+                log.error("controller mode: cannot {what} {part}: {e}", what="start" if master else "stop",
+                          part=type(part).__name__, e=e)
+
+    def before_put(self, properties: str) -> PutResult | None:
+        """Controller mode: Java refuses a SYNC send before storing it when the sync-state set is below minInSyncReplicas."""
+        if self.replicas is None or self.auto is None or not self.auto.is_master or not wait_store_msg_ok(properties):
+            return None
+        if self.auto.in_sync_replicas() < self.ctx.config.controller.min_in_sync_replicas:
+            return PutResult(PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH)
+        return None
+
     def start(self, ephemeral: bool = False) -> None:
         """ephemeral: the broker port was 0 (tests), so the HA port is any free one unless haListenPort is set."""
         cfg = self.ctx.config
+        if self.auto is not None and self.replicas is not None:
+            explicit = cfg.ha.listen_port > 0
+            port = 0 if ephemeral and not explicit else cfg.ha_listen_port
+            self.auto.load()
+            self.auto.start(port, cfg.listenAddress)  # CannotListenError stops start-up: no replication without it
+            cfg.update(ha=dataclasses.replace(cfg.ha, listen_port=self.auto.listen_port))
+            cfg.list_setting("haListenPort", str(self.auto.listen_port))
+            self.replicas.start()
+            return
         if self.master is not None:
             explicit = cfg.ha.listen_port > 0
             port = 0 if ephemeral and not explicit else cfg.ha_listen_port
@@ -85,6 +140,10 @@ class HARole:
             self.sync.start()
 
     async def stop(self) -> None:
+        if self.replicas is not None:
+            await self.replicas.stop()
+        if self.auto is not None:
+            await self.auto.stop()
         if self.sync is not None:
             self.sync.stop()
         if self.client is not None:
@@ -98,6 +157,12 @@ class HARole:
             return
         fields = response.ext_fields or {}
         ha_addr, master_addr = fields.get("haServerAddr"), fields.get("masterAddr")
+        if self.auto is not None:
+            if ha_addr:
+                self.auto.update_master_ha_address(ha_addr)
+            if self.sync is not None and master_addr:
+                self.sync.master_addr = master_addr
+            return
         if self.client is not None and not self._fixed_master and ha_addr:
             self.client.update_master_address(ha_addr)
         if self.sync is not None and master_addr:
@@ -105,9 +170,11 @@ class HARole:
 
     def after_put(self, result: PutResult, properties: str) -> "PutResult | defer.Deferred":
         """SYNC_MASTER: hold a stored message's answer until a slave has it (Java's submitReplicaRequest)."""
-        if self.master is None or not self.sync_master or result.status not in _WAITED:
+        if not self.sync_master or result.status not in _WAITED or not wait_store_msg_ok(properties):
             return result
-        if not wait_store_msg_ok(properties):
+        if self.replicas is not None:
+            return self.replicas.after_put(result)
+        if self.master is None:
             return result
         return self.master.wait_for_slave(result)
 

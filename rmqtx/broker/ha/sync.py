@@ -50,6 +50,11 @@ class SlaveSynchronize:
         self._loop.clock = self.reactor
         self._first = self.reactor.callLater(FIRST_SECONDS, self._loop.start, PERIOD_SECONDS, True)
 
+    @property
+    def running(self) -> bool:
+        """Started and not stopped (controller mode starts and stops it at each role change)."""
+        return (self._first is not None and self._first.active()) or (self._loop is not None and self._loop.running)
+
     def stop(self) -> None:
         if self._first is not None and self._first.active():
             self._first.cancel()

@@ -8,8 +8,8 @@ GET_TIMER_METRICS (61): what a 5.x slave reads from its master to follow POP mod
 The 5.x mqadmin's broker commands: the cold-read flow control table (2001-2003) holds per-group
 thresholds as Java's ColdDataCgCtrService does, in memory; with ``coldDataFlowControlEnable`` off (Java's
 default, and rmqtx has no cold-read control) Java keeps and reports them without acting on them, which
-is what rmqtx does. GET_BROKER_EPOCH_CACHE (1007) is for brokers in controller mode, which rmqtx has
-not: Java's answer for a broker outside it. RESET_MASTER_FLUSH_OFFSET (908): Java records the offset
+is what rmqtx does. GET_BROKER_EPOCH_CACHE (1007) answers the epoch list in controller mode and,
+outside it, Java's refusal. RESET_MASTER_FLUSH_OFFSET (908): Java records the offset
 on a slave for controller-mode truncation only, so outside controller mode it is SUCCESS doing nothing.
 GET_BROKER_HA_STATUS (907): Java's HARuntimeInfo from rmqtx's HA master or slave (mqadmin haStatus).
 SET_COMMITLOG_READ_MODE (2004): the kernel's readahead on the commit log's mappings, switched as Java does.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import struct
+from typing import TYPE_CHECKING
 
 from rmqtx.broker.context import BrokerContext
 from rmqtx.broker.processors.admin_bodies import ok
@@ -31,6 +32,9 @@ from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.store.timer import TimerFiles
+
+if TYPE_CHECKING:
+    from rmqtx.broker.ha.autoswitch import AutoSwitchHAService
 
 #: Java's TimerCheckpoint.encode: seven longs (no rmqtx slot progress).
 CHECKPOINT_WIRE = struct.Struct(">7q")
@@ -123,7 +127,14 @@ class Admin5xProcessor:
         return ok(request, fastjson.dumps(info))
 
     def epoch_cache(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
-        return request.make_response(ResponseCode.SYSTEM_ERROR, "this request only for controllerMode ")
+        """EpochEntryCache of a broker in controller mode (mqadmin getBrokerEpoch)."""
+        auto, cfg = self.ctx.ha.auto, self.ctx.config
+        if auto is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "this request only for controllerMode ")
+        entries = [{"endOffset": e.end, "epoch": e.epoch, "startOffset": e.start} for e in auto.epochs.entries]
+        body = {"brokerId": cfg.brokerId, "brokerName": cfg.brokerName, "clusterName": cfg.brokerClusterName,
+                "epochList": entries, "maxOffset": self.ctx.store.max_phy_offset}
+        return ok(request, fastjson.dumps(body))
 
     def reset_master_flush_offset(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
         return ok(request)
@@ -136,6 +147,9 @@ class Admin5xProcessor:
         client_info: dict = {"activated": False, "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0,
                              "maxOffset": 0, "transferredByteInSecond": 0}
         connections = []
+        auto = ha.auto
+        if auto is not None:  # controller mode: the AutoSwitch HA links
+            return ok(request, fastjson.dumps(_auto_switch_status(auto, put_where, client_info)))
         if ha.is_slave:
             client_link = ha.client.conn if ha.client is not None else None
             if ha.client is not None and ha.client.master_addr:
@@ -182,3 +196,22 @@ class Admin5xProcessor:
 
 
 __all__ = ["Admin5xProcessor", "CHECKPOINT_WIRE"]
+
+
+def _auto_switch_status(auto: "AutoSwitchHAService", put_where: int, client_info: dict) -> dict:
+    """HARuntimeInfo in controller mode: in sync means in the sync-state set, as Java's AutoSwitchHAService says."""
+    if not auto.is_master:
+        link = auto.client.conn if auto.client is not None else None
+        if auto.client is not None and auto.client.master_addr:
+            client_info["masterAddr"] = auto.client.master_addr
+        client_info["maxOffset"] = put_where
+        if link is not None:
+            client_info["lastReadTimestamp"], client_info["lastWriteTimestamp"] = link.last_read, link.last_write
+        return {"haClientRuntimeInfo": dict(sorted(client_info.items())), "haConnectionInfo": [],
+                "inSyncSlaveNums": 0, "master": False, "masterCommitLogMaxOffset": 0}
+    members = auto.sync_state_set
+    connections = [{"addr": c.peer, "diff": put_where - c.ack_offset, "inSync": c.slave_id in members,
+                    "slaveAckOffset": c.ack_offset, "transferFromWhere": c.next_transfer, "transferredByteInSecond": 0}
+                   for c in sorted(auto.connections, key=lambda c: c.peer)]
+    return {"haClientRuntimeInfo": client_info, "haConnectionInfo": connections,
+            "inSyncSlaveNums": max(len(members) - 1, 0), "master": True, "masterCommitLogMaxOffset": put_where}

@@ -62,6 +62,7 @@ _PUT_ERRORS: dict[PutStatus, tuple[int, str]] = {
     ),
     PutStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
     PutStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+    PutStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: (ResponseCode.SYSTEM_ERROR, "in-sync replicas not enough"),
 }
 
 #: Stored messages: the answer carries msgId/queue/offset with these codes (Java's sendOK cases).
@@ -181,6 +182,9 @@ class SendProcessor:
                 props.pop(PROPERTY_WAIT, None)  # stored without WAIT; halves and delayed copies keep it, as in Java
         born_host = conn.attributes.get(_BORN_HOST) or _born_host(conn)
         store = self.ctx.store
+        refused = self.ctx.ha.before_put(header.properties or "")
+        if refused is not None:  # controller mode: fewer in-sync replicas than minInSyncReplicas
+            return self._answer(refused, request, reply_queue)
         if is_batch:
             d = store.put_messages(
                 BatchToStore(
