@@ -23,7 +23,8 @@ Apache's 4.9.8 NameServer+Broker built and started as ``vs_java.py`` does), in t
    accepts and serves routes; then a kill -9 and a start again (crash recovery). After each start
    every queue's max offset is read back and must be 1;
 5. with ``--consume``, every queue's message pulled back (PULL_MESSAGE from offset 0, ``--conns``
-   connections x ``--depth`` in flight) after the last start: the time and the broker's peak RSS.
+   connections x ``--depth`` in flight) after the last start: the time and the broker's peak RSS;
+6. with ``--delete``, every topic deleted with DELETE_TOPIC_IN_BROKER, one at a time: the time and CPU.
 
 ``--store-type defaultRocksDB`` starts rmqtx with its RocksDB consume queues (the rocksdb extra).
 
@@ -121,6 +122,21 @@ async def create_topics(reactor, broker: str, topics: list[str], queues: int, ba
             resp = await client.invoke(broker, request, timeout=60)
             if resp.code != ResponseCode.SUCCESS:
                 raise RuntimeError(f"create {some[0]}..: {resp.code} {resp.remark}")
+        return time.monotonic() - t0
+    finally:
+        await client.close()
+
+
+async def delete_topics(reactor, broker: str, topics: list[str]) -> float:
+    """DELETE_TOPIC_IN_BROKER for each topic over one connection (as ``mqadmin deleteTopic`` in a loop)."""
+    client = RemotingClient(reactor)
+    t0 = time.monotonic()
+    try:
+        for topic in topics:
+            resp = await client.invoke(broker, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER,
+                                                                       {"topic": topic}), timeout=60)
+            if resp.code != ResponseCode.SUCCESS:
+                raise RuntimeError(f"delete {topic}: {resp.code} {resp.remark}")
         return time.monotonic() - t0
     finally:
         await client.close()
@@ -336,6 +352,12 @@ def run(args: argparse.Namespace, reactor) -> list[tuple[str, str]]:
             if wrong:
                 problems.append(f"{wrong} pulls did not bring back their queue's message")
             rows.append(("broker's peak RSS over its last start (MB)", f"{peak_rss_mb(broker_pid(server))}"))
+        if args.delete:
+            cpu0 = vs_java.cpu_seconds(server.pids())
+            seconds = wait(reactor, delete_topics(reactor, server.broker, topics))
+            rows.append((f"delete {len(topics)} topics, one request each (s)",
+                         f"{seconds:.1f} ({len(topics) / seconds:.0f}/s); server CPU "
+                         f"{vs_java.cpu_seconds(server.pids()) - cpu0:.1f} s"))
         server.close()
     except Exception as e:  # noqa: BLE001 - the figures so far are still worth printing
         problems.append(f"{type(e).__name__}: {str(e)[-300:]}")
@@ -386,6 +408,7 @@ def main() -> None:
                     help="rmqtx's storeType (Java 4.9.8 has the file store only)")
     ap.add_argument("--consume", action="store_true", help="after the last start, pull every queue's message back")
     ap.add_argument("--start-timeout", type=float, default=900.0, help="seconds a (re)start may take")
+    ap.add_argument("--delete", action="store_true", help="last, delete every topic, one request each")
     ap.add_argument("--create-batch", type=int, default=1, metavar="N",
                     help="create topics N per UPDATE_AND_CREATE_TOPIC_LIST (5.x's code 18; rmqtx only)")
     ap.add_argument("--keep", action="store_true", help="leave the temp dir (stores, logs)")

@@ -188,8 +188,9 @@ class MessageStore:
             self._sweep_call.start(MAPS_SWEEP_SECONDS, now=False)
 
     def _close_in_thread(self, mm: Any) -> None:
-        """An evicted queue's old mapping, closed by the file thread (see MappedFile.unmap)."""
-        self._allocator.submit(mm.close)
+        """An evicted queue's old mapping, closed by the file thread (see MappedFile.unmap), before the
+        files waiting to be made: each mapping holds a descriptor until closed."""
+        self._allocator.submit_first(mm.close)
 
     def _sweep_maps(self) -> None:
         assert self.cq_maps is not None

@@ -50,3 +50,18 @@ def test_shutdown_unused_and_cancel():
     threading.Timer(0.2, gate.set).start()
     alloc.shutdown(wait=True, cancel_futures=True)
     assert queued.cancelled()
+
+
+def test_submit_first_jumps_the_queue():
+    alloc = FileAllocator("test-alloc")
+    gate = threading.Event()
+    order: list[str] = []
+    alloc.submit(gate.wait, 10)
+    waiting = [alloc.submit(order.append, f"make{i}") for i in range(3)]
+    urgent = alloc.submit_first(order.append, "close")
+    gate.set()
+    urgent.result(timeout=10)
+    for f in waiting:
+        f.result(timeout=10)
+    assert order == ["close", "make0", "make1", "make2"]
+    alloc.shutdown(wait=True)
