@@ -127,6 +127,8 @@ class AutoSwitchHAService:
             self.epochs.truncate_from_epoch(epoch)
         self.epochs.append(epoch, self.store.max_phy_offset)
         self.confirm_offset = self.compute_confirm_offset()
+        if self.store.gate is not None:
+            self.store.gate.to_master()
         log.info("HA: master of epoch {epoch} from offset {offset}", epoch=epoch, offset=self.store.max_phy_offset)
         return True
 
@@ -160,6 +162,7 @@ class AutoSwitchHAService:
         self.sync_state_set = set(ids)
         self.confirm_offset = self.compute_confirm_offset()
         self._release()
+        self.store.release_confirmed()
 
     def effective_set(self) -> set[int]:
         return self.sync_state_set | self.remote_set if self.synchronizing else set(self.sync_state_set)
@@ -252,6 +255,7 @@ class AutoSwitchHAService:
     def on_ack(self, conn: MasterConnection) -> None:
         if conn.slave_id in self.sync_state_set:
             self.confirm_offset = self.compute_confirm_offset()
+            self.store.release_confirmed()
         self._release()
 
     def _release(self) -> None:
@@ -285,6 +289,7 @@ class AutoSwitchHAService:
         if self.client is not None:
             self.client.tick(now)
         self._expire(time.monotonic())
+        self.store.release_confirmed()
 
     def status(self) -> dict:
         return {

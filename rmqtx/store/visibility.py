@@ -1,0 +1,80 @@
+"""Controller mode's consumer visibility (Apache 5.x's reput bounded by the confirm offset, ``readUnCommitted=false``).
+
+A record reaches consume queues and index only once the commit log's confirm offset covers it: on a master the
+least offset its sync-state set acked (everything when it waits for no one), on a slave what its master last
+sent, capped by what it has. A consumer so never reads a message a failover may still drop. Queue offsets are
+still taken at write time; only the dispatch waits.
+
+The master's own puts wait here as the dispatch requests the write built (no re-read); bytes written by
+replication (a slave's, or a new master's backlog from its slave days) are decoded from the log by the replica
+appender, which this gate drives.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Callable
+
+from .dispatch_request import DispatchRequest
+
+if TYPE_CHECKING:
+    from .message_store import MessageStore
+    from .replica import ReplicaAppender
+
+
+class ConfirmGate:
+    """Holds records back from dispatch until ``confirm()`` passes their end."""
+
+    def __init__(self, store: "MessageStore", confirm: Callable[[], int]) -> None:
+        self.store = store
+        self.confirm = confirm
+        #: the master's puts not yet visible: (end offset, request, has a consume queue)
+        self.held: deque[tuple[int, DispatchRequest, bool]] = deque()
+        #: replicated bytes still to dispatch (decoded from the log), before any held put
+        self.reader: "ReplicaAppender | None" = None
+        #: where the reader's part ends (None: it has no end, the slave's appender)
+        self.reader_end: int | None = None
+
+    def hold(self, req: DispatchRequest, queued: bool) -> None:
+        self.held.append((req[2] + req[3], req, queued))
+
+    def mark(self) -> int:
+        """Where dispatch stands: everything before it is visible."""
+        if self.reader is not None:
+            return min(self.reader.dispatched, self.store.max_phy_offset)
+        if self.held:
+            return self.held[0][1][2]
+        return self.store.max_phy_offset
+
+    def attach_slave_reader(self, reader: "ReplicaAppender") -> int:
+        """A slave's appender takes over from the mark (the master's held puts are its to decode now)."""
+        start = self.mark()
+        self.held.clear()
+        self.reader, self.reader_end = reader, None
+        return start
+
+    def to_master(self) -> None:
+        """The slave's appender finishes what replication wrote; this master's puts come after it."""
+        if self.reader is not None:
+            self.reader_end = self.store.max_phy_offset
+        self.release()
+
+    def release(self) -> None:
+        """Dispatch what the confirm offset now covers, in log order."""
+        limit = self.confirm()
+        reader = self.reader
+        if reader is not None:
+            end = self.reader_end
+            reader.dispatch(limit if end is None else min(limit, end))
+            if end is None or reader.dispatched < end:
+                return
+            self.reader = None
+        held = self.held
+        if not held or held[0][0] > limit:
+            return
+        store = self.store
+        dispatch = store.pipeline.dispatch
+        while held and held[0][0] <= limit:
+            _, req, queued = held.popleft()
+            dispatch(req)
+            if queued and store.has_arrival_listeners:
+                store._arrive(req[0], req[1], req[6] + 1)
