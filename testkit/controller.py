@@ -297,10 +297,13 @@ class ControllerModeGroup:
 
 
 def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, after: int = 100,
-                 resume_timeout: float = 60.0) -> dict[str, object]:
+                 resume_timeout: float = 60.0, watch: bool = False) -> dict[str, object]:
     """SYNC sends from rmqtx's Python client; ``kill -9`` of the master once ``before`` are acked; sends go on
     until ``after`` more are acked; then every acked message is read back from the new master at the queue
-    and offset its ack named. Returns the figures (seconds from the kill to the first acked send, acked, lost)."""
+    and offset its ack named. Returns the figures (seconds from the kill to the first acked send, acked, lost).
+
+    ``watch``: a consumer pulls all along from whoever the route names master; every (queue, offset) it read
+    must keep one content, also against the final read (``served_twice``, ``read_dropped``)."""
     import threading
 
     from rmqtx.client.blocking import BlockingProducer, BlockingPullConsumer
@@ -336,8 +339,45 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
                 first_after.append(time.monotonic())
             acked[(result.message_queue.queue_id, result.queue_offset)] = body
 
+    seen: dict[tuple[int, int], bytes] = {}
+    served_twice: list[tuple[int, int]] = []
+
+    def watch_loop() -> None:
+        from testkit.ha import pull
+
+        queues = 4  # create_topic's default
+        nxt = [0] * queues
+        addr, asked = None, 0.0
+        while not stop.is_set():
+            if addr is None or time.monotonic() - asked > 0.5:
+                try:
+                    addr, asked = group.namesrv_proc.broker_addrs().get(0), time.monotonic()  # type: ignore[attr-defined]
+                except Exception:
+                    addr = None
+            if addr is None:
+                time.sleep(0.1)
+                continue
+            got = 0
+            for q in range(queues):
+                try:
+                    _, records = pull(addr, topic, q, nxt[q])
+                except Exception:
+                    addr = None
+                    break
+                for rec in records:
+                    key = (q, rec.queue_offset)
+                    if seen.setdefault(key, rec.body) != rec.body:
+                        served_twice.append(key)
+                    nxt[q] = rec.queue_offset + 1
+                    got += 1
+            if not got:
+                time.sleep(0.02)
+
     sender = threading.Thread(target=send_loop, daemon=True)
     sender.start()
+    watcher = threading.Thread(target=watch_loop, daemon=True)
+    if watch:
+        watcher.start()
     try:
         wait_until(lambda: len(acked) >= before, 60, f"{before} acked sends before the kill", step=0.05)
         acked_before = len(acked)
@@ -350,6 +390,8 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
     finally:
         stop.set()
         sender.join(15)
+        if watch:
+            watcher.join(15)
         producer.shutdown()
     resumed_in = first_after[0] - killed_at[0]
     consumer = BlockingPullConsumer(group.namesrv, "rmqtx-failover-reader", config=config)
@@ -372,7 +414,9 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
     return {"old_master": old_id, "new_master": new_id, "master_epoch": [old_epoch, new_epoch],
             "elected_s": round(elected_in, 2), "resumed_s": round(resumed_in, 2), "acked": len(acked),
             "lost": len(lost), "changed": len(changed), "failed_sends": len(failures), "read": len(found),
-            "lost_keys": lost[:10], "new_master_addr": new_addr}
+            "lost_keys": lost[:10], "new_master_addr": new_addr, "watched": len(seen),
+            "served_twice": sorted(set(served_twice) | {k for k in seen if k in found and found[k] != seen[k]})[:10],
+            "read_dropped": sorted(k for k in seen if k not in found)[:10]}
 
 
 def mqadmin(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
