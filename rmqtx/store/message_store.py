@@ -113,6 +113,8 @@ class MessageStore:
         self._batch_limits: dict[tuple[int, int, int, int, int], tuple[tuple[int, int], tuple[int, int]]] = {}
         #: controller mode without readUnCommitted: dispatch waits for the confirm offset (None: at once)
         self.gate: ConfirmGate | None = None
+        #: the last stop left no abort file (set by load)
+        self.stopped_cleanly = True
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -126,6 +128,7 @@ class MessageStore:
         self._acquire_lock()
         try:
             clean = not os.path.exists(self.abort_path)
+            self.stopped_cleanly = clean
             self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
             self.commitlog.queue.load()
             if self.config.rocksdb_queues:
@@ -482,9 +485,23 @@ class MessageStore:
 
     def set_confirm_gate(self, confirm: Callable[[], int]) -> ConfirmGate:
         """Controller mode (readUnCommitted=false): from now on a record is dispatched once ``confirm()``
-        passes its end; call :meth:`release_confirmed` when that offset may have moved."""
+        passes its end; call :meth:`release_confirmed` when that offset may have moved. After a crash what
+        recovery dispatched past the persisted confirm offset is taken back (a clean stop keeps it, as Apache's
+        normal recovery dispatches everything)."""
         self.gate = ConfirmGate(self, confirm)
         return self.gate
+
+    def recover_confirm_offset(self) -> int | None:
+        """After load, with a gate: after a crash, the confirm offset persisted in the checkpoint, and what
+        recovery dispatched past it taken back; None after a clean stop (everything stays visible)."""
+        ckpt = self.checkpoint
+        if self.gate is None or self.stopped_cleanly or ckpt is None:
+            return None
+        confirm = ckpt.stored_confirm_offset
+        if not 0 <= confirm < self.max_phy_offset:
+            return None
+        self.gate.undo_unconfirmed(confirm)
+        return max(confirm, self.min_phy_offset)
 
     def release_confirmed(self) -> None:
         if self.gate is not None:

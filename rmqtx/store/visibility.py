@@ -33,6 +33,8 @@ class ConfirmGate:
         self.reader: "ReplicaAppender | None" = None
         #: where the reader's part ends (None: it has no end, the slave's appender)
         self.reader_end: int | None = None
+        #: records recovery left undispatched start here (after a crash: the confirm offset last persisted)
+        self.backlog_from: int | None = None
 
     def hold(self, req: DispatchRequest, queued: bool) -> None:
         self.held.append((req[2] + req[3], req, queued))
@@ -43,24 +45,48 @@ class ConfirmGate:
             return min(self.reader.dispatched, self.store.max_phy_offset)
         if self.held:
             return self.held[0][1][2]
+        if self.backlog_from is not None:
+            return min(self.backlog_from, self.store.max_phy_offset)
         return self.store.max_phy_offset
 
     def attach_slave_reader(self, reader: "ReplicaAppender") -> int:
         """A slave's appender takes over from the mark (the master's held puts are its to decode now)."""
         start = self.mark()
         self.held.clear()
+        self.backlog_from = None
         self.reader, self.reader_end = reader, None
         return start
 
     def to_master(self) -> None:
         """The slave's appender finishes what replication wrote; this master's puts come after it."""
+        if self.reader is None and self.backlog_from is not None:
+            from .replica import ReplicaAppender
+
+            ReplicaAppender(self.store)  # attaches itself as the reader, from backlog_from
         if self.reader is not None:
             self.reader_end = self.store.max_phy_offset
         self.release()
 
+    def undo_unconfirmed(self, confirm: int) -> None:
+        """After a crash: recovery dispatched the whole log, but only what was confirmed may be visible (Apache
+        dispatches only up to the persisted confirm offset then); queues and index forget the rest, which is
+        dispatched again once confirmed (or cut when this broker rejoins a master that never had it)."""
+        store = self.store
+        if not 0 <= confirm < store.max_phy_offset or store.rocks is not None:
+            return
+        confirm = max(confirm, store.min_phy_offset)
+        for cq in store.consume_queues.values():
+            if cq.max_physic_offset > confirm:
+                cq.truncate_dirty(confirm)
+        store.index.truncate(confirm)
+        self.backlog_from = confirm
+
     def release(self) -> None:
         """Dispatch what the confirm offset now covers, in log order."""
         limit = self.confirm()
+        ckpt = self.store.checkpoint
+        if ckpt is not None:
+            ckpt.confirm_offset = limit
         reader = self.reader
         if reader is not None:
             end = self.reader_end

@@ -80,7 +80,8 @@ class AutoSwitchHAService:
 
     def load(self) -> None:
         self.epochs.load()
-        self.confirm_offset = self.store.max_phy_offset
+        confirm = self.store.recover_confirm_offset()
+        self.confirm_offset = self.store.max_phy_offset if confirm is None else confirm
 
     def start(self, port: int, interface: str = "") -> None:
         self.port = self.reactor.listenTCP(port, _MasterFactory(self), interface=interface)
