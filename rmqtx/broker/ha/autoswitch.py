@@ -73,6 +73,9 @@ class AutoSwitchHAService:
         self.client: AutoSwitchClient | None = None
         self.confirm_offset = -1
         self.listeners: list[Callable[[set[int]], None]] = []
+        #: the commit log's confirm offset (Java's DefaultMessageStore.getConfirmOffset: everything when the master
+        #: waits for no one), which the master sends in its transfer frames; the replicas manager sets it
+        self.store_confirm_offset: Callable[[], int] = lambda: self.confirm_offset
         self.port: Any = None
         self._waiters: deque[_Waiter] = deque()
         self._loop: task.LoopingCall | None = None
