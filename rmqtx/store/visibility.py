@@ -12,25 +12,29 @@ appender, which this gate drives.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 from .dispatch_request import DispatchRequest
 
-if TYPE_CHECKING:
-    from .message_store import MessageStore
-    from .replica import ReplicaAppender
+
+class ReplicaReader(Protocol):
+    """What the gate needs of ``replica.ReplicaAppender``: its mark, and dispatch up to a limit."""
+
+    dispatched: int
+
+    def dispatch(self, limit: int | None = None) -> None: ...
 
 
 class ConfirmGate:
     """Holds records back from dispatch until ``confirm()`` passes their end."""
 
-    def __init__(self, store: "MessageStore", confirm: Callable[[], int]) -> None:
-        self.store = store
+    def __init__(self, store: Any, confirm: Callable[[], int]) -> None:
+        self.store = store  # the MessageStore that owns this gate (not imported: it imports this module)
         self.confirm = confirm
         #: the master's puts not yet visible: (end offset, request, has a consume queue)
         self.held: deque[tuple[int, DispatchRequest, bool]] = deque()
         #: replicated bytes still to dispatch (decoded from the log), before any held put
-        self.reader: "ReplicaAppender | None" = None
+        self.reader: "ReplicaReader | None" = None
         #: where the reader's part ends (None: it has no end, the slave's appender)
         self.reader_end: int | None = None
         #: records recovery left undispatched start here (after a crash: the confirm offset last persisted)
@@ -49,7 +53,7 @@ class ConfirmGate:
             return min(self.backlog_from, self.store.max_phy_offset)
         return self.store.max_phy_offset
 
-    def attach_slave_reader(self, reader: "ReplicaAppender") -> int:
+    def attach_slave_reader(self, reader: ReplicaReader) -> int:
         """A slave's appender takes over from the mark (the master's held puts are its to decode now)."""
         start = self.mark()
         self.held.clear()
@@ -57,12 +61,11 @@ class ConfirmGate:
         self.reader, self.reader_end = reader, None
         return start
 
-    def to_master(self) -> None:
-        """The slave's appender finishes what replication wrote; this master's puts come after it."""
+    def to_master(self, new_reader: Callable[[], object]) -> None:
+        """The slave's appender finishes what replication wrote; this master's puts come after it.
+        ``new_reader`` makes a reader (it attaches itself) for a backlog recovery left and no appender has."""
         if self.reader is None and self.backlog_from is not None:
-            from .replica import ReplicaAppender
-
-            ReplicaAppender(self.store)  # attaches itself as the reader, from backlog_from
+            new_reader()
         if self.reader is not None:
             self.reader_end = self.store.max_phy_offset
         self.release()

@@ -6,6 +6,8 @@ import os
 
 from twisted.trial import unittest
 
+from rmqtx.store.replica import ReplicaAppender
+
 from .helpers import TempStore, msg, put_sync
 
 
@@ -61,7 +63,7 @@ class ConfirmGate(unittest.TestCase):
         self.assertEqual(again.get_max_offset_in_queue("T", 0), 1)
         self.assertEqual(self._bodies(again), [b"m0"])
         self.confirm[0] = again.max_phy_offset  # alone in its sync-state set: everything is confirmed
-        again.gate.to_master()
+        again.gate.to_master(lambda: ReplicaAppender(again))
         self.assertEqual(self._bodies(again), [b"m0", b"m1", b"m2"])
         more = self._put(again, 1)
         self.assertEqual(more[0].queue_offset, 3)

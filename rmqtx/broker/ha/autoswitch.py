@@ -21,6 +21,7 @@ from twisted.logger import Logger
 from rmqtx.broker.ha.autoswitch_master import MasterConnection
 from rmqtx.broker.ha.autoswitch_slave import AutoSwitchClient
 from rmqtx.store.epoch import EpochCache
+from rmqtx.store.replica import ReplicaAppender
 from rmqtx.store.results import PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ class AutoSwitchHAService:
         self.epochs.append(epoch, self.store.max_phy_offset)
         self.confirm_offset = self.compute_confirm_offset()
         if self.store.gate is not None:
-            self.store.gate.to_master()
+            self.store.gate.to_master(lambda: ReplicaAppender(self.store))
         log.info("HA: master of epoch {epoch} from offset {offset}", epoch=epoch, offset=self.store.max_phy_offset)
         return True
 
