@@ -111,10 +111,16 @@ class Scenario(unittest.TestCase):
             for i in range(BULK_MESSAGES):
                 resp = sender.send(TOPIC, filler, 2, WAIT="false")
                 self.assertEqual(resp.code, 0, resp.remark)
+            unacked_at = []
             for i in range(5):
                 resp = sender.send(TOPIC, f"unacked-{i}".encode(), 0, WAIT="false")
                 self.assertEqual(resp.code, 0, resp.remark)
+                unacked_at.append(int(resp.ext_fields["queueOffset"]))
             sender.close()
+            from testkit.ha import pull
+
+            answer, records = pull(second_addr, TOPIC, 0, unacked_at[0])  # the stopped slave never acked them
+            self.assertEqual(records, [], f"an unconfirmed message was readable: {answer.ext_fields}")
             second_end = _max_offset(second)
             second.kill9()
         finally:
@@ -127,7 +133,13 @@ class Scenario(unittest.TestCase):
         sender = Sender(third.addr)
         resp = sender.send(TOPIC, b"after-second-failover", 1)
         self.assertEqual(resp.code, 0, resp.remark)
+        resp = sender.send(TOPIC, b"at-a-reused-offset", 0)  # the offset the dead master gave "unacked-0"
+        self.assertEqual(resp.code, 0, resp.remark)
+        self.assertEqual(int(resp.ext_fields["queueOffset"]), unacked_at[0])
         sender.close()
+        from testkit.ha import pull
+
+        self.assertEqual([r.body for r in pull(third.addr, TOPIC, 0, unacked_at[0])[1]], [b"at-a-reused-offset"])
         second.start()
         first.start()
         wait_until(lambda: len(group.sync_state_set()) == 3, 60, "the rejoined brokers back in the sync-state set", step=0.3)
