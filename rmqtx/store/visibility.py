@@ -11,10 +11,13 @@ appender, which this gate drives.
 """
 from __future__ import annotations
 
+import logging
 from collections import deque
 from typing import Any, Callable, Protocol
 
 from .dispatch_request import DispatchRequest
+
+log = logging.getLogger(__name__)
 
 
 class ReplicaReader(Protocol):
@@ -94,8 +97,15 @@ class ConfirmGate:
         if reader is not None:
             end = self.reader_end
             reader.dispatch(limit if end is None else min(limit, end))
-            if end is None or reader.dispatched < end:
+            if end is None:
                 return
+            if reader.dispatched < end:
+                if limit < end:
+                    return
+                # everything up to end is confirmed and written, yet the reader stopped: a torn or unreadable
+                # record the role change could not cut (it is never dispatched); this master's puts go on
+                log.warning("visibility: replicated records from %d to %d cannot be read; not dispatched",
+                            reader.dispatched, end)
             self.reader = None
         held = self.held
         if not held or held[0][0] > limit:

@@ -89,3 +89,27 @@ class ConfirmGate(unittest.TestCase):
         self.assertEqual(store.get_max_offset_in_queue("T", 0), 2)
         self.assertIsNone(store.recover_confirm_offset())
         store.shutdown()
+
+    def test_a_torn_replicated_tail_does_not_block_a_new_master(self) -> None:
+        from rmqtx.store.replica import read_for_transfer
+
+        source = TempStore()
+        self.addCleanup(source.close)
+        sent = self._put(source.store, 2)
+        data = bytes(read_for_transfer(source.store, 0, 1 << 20) or b"")
+        store = self.ts.store
+        self.addCleanup(store.shutdown)
+        self._gate(store)
+        store.set_slave(True)
+        appender = ReplicaAppender(store)
+        self.assertIsNone(appender.append(0, data[:sent[1].wrote_offset + 10]))  # the second record cut short
+        self.confirm[0] = store.max_phy_offset
+        store.release_confirmed()
+        self.assertEqual(self._bodies(store), [b"m0"])
+        store.set_slave(False)
+        store.gate.to_master(lambda: ReplicaAppender(store))  # the reader cannot pass the torn record
+        self.assertIsNone(store.gate.reader)
+        put_sync(store, msg(body=b"new"))
+        self.confirm[0] = store.max_phy_offset
+        store.release_confirmed()
+        self.assertEqual(store.get_max_offset_in_queue("T", 0), 2)
