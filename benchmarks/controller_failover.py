@@ -1,8 +1,9 @@
 """Controller mode failover: three brokers of one group under controllers; each run kills the master
-(``kill -9``) under SYNC sends from rmqtx's Python client.
+(``kill -9``) under SYNC sends from Apache's Java client (DefaultMQProducer of rocketmq-client 5.4.0, default
+retries; ``--client python``: rmqtx's Python client, no retries).
 
     python benchmarks/controller_failover.py [--brokers apache|rmqtx] [--controllers rmqtx|apache]
-                                             [--runs 5] [--before 150] [--after 100]
+                                             [--client java|python] [--runs 5] [--before 150] [--after 100]
 
 The mixes: ``--brokers apache`` (default): three rmqtx controllers, Apache 5.4.0's NameServer and brokers;
 ``--brokers rmqtx``: rmqtx's NameServer and brokers in controller mode (``allAckInSyncStateSet=true``) under
@@ -11,8 +12,8 @@ three rmqtx controllers, or under one Apache 5.4.0 controller with ``--controlle
 Between runs the killed broker is started again on its own store (it rejoins as a slave, the AutoSwitch HA
 truncating what it had beyond the new master) and the next run waits until the sync-state set
 holds all three again. Per run it prints: seconds from the kill to the controller's election and to the first
-acked send, acked sends, acked sends missing from the new master (lost) or there with other contents
-(changed), and the sends that failed meanwhile; then the totals as one Markdown table row.
+acked send, acked sends, acked sends missing from the new master (lost) or there with other contents or,
+with the Java client, another msgId (changed), and the sends that failed meanwhile; then the totals as one Markdown table row.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--brokers", choices=("apache", "rmqtx"), default="apache")
     parser.add_argument("--controllers", choices=("rmqtx", "apache"), default="rmqtx",
                         help="with --brokers rmqtx: three rmqtx controllers or one Apache 5.4.0 controller")
+    parser.add_argument("--client", choices=("java", "python"), default="java",
+                        help="who sends: Apache's Java DefaultMQProducer or rmqtx's Python producer")
     args = parser.parse_args(argv)
     began = time.monotonic()
     if args.brokers == "rmqtx":
@@ -54,7 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         group.create_topic(TOPIC)
         for run in range(1, args.runs + 1):
             wait_until(lambda: len(group.sync_state_set()) == 3, 120, "all three brokers in the sync-state set", step=0.5)
-            figures = failover_run(group, TOPIC, before=args.before, after=args.after)
+            figures = failover_run(group, TOPIC, before=args.before, after=args.after,
+                                   client=args.client)
             rows.append(figures)
             print(f"run {run}: " + json.dumps({k: v for k, v in figures.items() if k != "lost_keys"}), flush=True)
             dead = next(b for b in group.brokers if not b.alive())
@@ -65,6 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     lost = sum(int(r["lost"]) + int(r["changed"]) for r in rows)  # type: ignore[call-overload]
     resumed = [float(r["resumed_s"]) for r in rows]  # type: ignore[arg-type]
     elected = [float(r["elected_s"]) for r in rows]  # type: ignore[arg-type]
+    mix += f" ({args.client} client)"
     print("\n| mix | runs | acked | lost | elected after kill (s) min/max | first acked send after kill (s) min/max |")
     print("|---|---|---|---|---|---|")
     if rows:

@@ -297,106 +297,45 @@ class ControllerModeGroup:
 
 
 def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, after: int = 100,
-                 resume_timeout: float = 60.0, watch: bool = False) -> dict[str, object]:
-    """SYNC sends from rmqtx's Python client; ``kill -9`` of the master once ``before`` are acked; sends go on
-    until ``after`` more are acked; then every acked message is read back from the new master at the queue
-    and offset its ack named. Returns the figures (seconds from the kill to the first acked send, acked, lost).
+                 resume_timeout: float = 60.0, client: str = "python", watch: bool = False) -> dict[str, object]:
+    """SYNC sends from rmqtx's Python client (``client="python"``) or Apache's Java DefaultMQProducer
+    (``client="java"``, testkit/javaproducer.py); ``kill -9`` of the master once ``before`` are acked; sends go
+    on until ``after`` more are acked; then every acked message is read back from the new master at the queue
+    and offset its ack named (with the Java client its msgId must match too). Returns the figures (seconds
+    from the kill to the first acked send, acked, lost).
 
     ``watch``: a consumer pulls all along from whoever the route names master; every (queue, offset) it read
     must keep one content, also against the final read (``served_twice``, ``read_dropped``)."""
-    import threading
-
-    from rmqtx.client.blocking import BlockingProducer, BlockingPullConsumer
+    from rmqtx.client.blocking import BlockingPullConsumer
     from rmqtx.client.config import ClientConfig
-    from rmqtx.client.message import PullStatus, SendStatus
+    from rmqtx.client.message import PullStatus
 
     config = ClientConfig(namesrv_addr=group.namesrv, poll_namesrv_interval=1.0, rpc_timeout=3.0)
-    acked: dict[tuple[int, int], bytes] = {}  # (queueId, queueOffset) -> body
-    failures: list[str] = []
-    killed_at: list[float] = []
-    first_after: list[float] = []
-    stop = threading.Event()
     old_id, old_addr, old_epoch = group.wait_master(30)
-    producer = BlockingProducer(group.namesrv, "rmqtx-failover-producer", config=config, retry_times=0)
-    producer.start()
-
-    def send_loop() -> None:
-        i = 0
-        while not stop.is_set():
-            body = f"failover-{i}".encode()
-            i += 1
-            began = time.monotonic()
-            try:
-                result = producer.send(topic, body)
-            except Exception as e:  # a refused or timed out send is not acked: go on, as an application would
-                failures.append(type(e).__name__)
-                time.sleep(0.05)
-                continue
-            if result.send_status is not SendStatus.SEND_OK:
-                failures.append(result.send_status.name)
-                continue
-            if killed_at and began > killed_at[0] and not first_after:
-                first_after.append(time.monotonic())
-            acked[(result.message_queue.queue_id, result.queue_offset)] = body
-
-    seen: dict[tuple[int, int], bytes] = {}
-    served_twice: list[tuple[int, int]] = []
-
-    def watch_loop() -> None:
-        from testkit.ha import pull
-
-        queues = 4  # create_topic's default
-        nxt = [0] * queues
-        addr, asked = None, 0.0
-        while not stop.is_set():
-            if addr is None or time.monotonic() - asked > 0.5:
-                try:
-                    addr, asked = group.namesrv_proc.broker_addrs().get(0), time.monotonic()  # type: ignore[attr-defined]
-                except Exception:
-                    addr = None
-            if addr is None:
-                time.sleep(0.1)
-                continue
-            got = 0
-            for q in range(queues):
-                try:
-                    _, records = pull(addr, topic, q, nxt[q])
-                except Exception:
-                    addr = None
-                    break
-                for rec in records:
-                    key = (q, rec.queue_offset)
-                    if seen.setdefault(key, rec.body) != rec.body:
-                        served_twice.append(key)
-                    nxt[q] = rec.queue_offset + 1
-                    got += 1
-            if not got:
-                time.sleep(0.02)
-
-    sender = threading.Thread(target=send_loop, daemon=True)
+    sender = JavaSender(group, topic) if client == "java" else PythonSender(group, topic, config)
     sender.start()
-    watcher = threading.Thread(target=watch_loop, daemon=True)
+    watcher = MasterWatcher(group, topic)
     if watch:
         watcher.start()
     try:
-        wait_until(lambda: len(acked) >= before, 60, f"{before} acked sends before the kill", step=0.05)
-        acked_before = len(acked)
+        wait_until(lambda: sender.count() >= before, 60, f"{before} acked sends before the kill", step=0.05)
+        acked_before = sender.count()
         group.broker_at(old_addr).kill9()
-        killed_at.append(time.monotonic())
+        killed_at = time.time()
         new_id, new_addr, new_epoch = group.wait_master(resume_timeout, other_than=old_addr)
-        elected_in = time.monotonic() - killed_at[0]
-        wait_until(lambda: len(acked) >= acked_before + after, resume_timeout, f"{after} acked sends after the kill",
-                   step=0.05)
+        elected_in = time.time() - killed_at
+        wait_until(lambda: sender.count() >= acked_before + after, resume_timeout,
+                   f"{after} acked sends after the kill", step=0.05)
     finally:
-        stop.set()
-        sender.join(15)
-        if watch:
-            watcher.join(15)
-        producer.shutdown()
-    resumed_in = first_after[0] - killed_at[0]
+        sender.stop()
+        watcher.stop()
+    acked = sender.acked()
+    if not acked:
+        raise AssertionError("no send was acked")
+    resumed_in = min(done for began, done, _ in acked.values() if began > killed_at) - killed_at
     consumer = BlockingPullConsumer(group.namesrv, "rmqtx-failover-reader", config=config)
     consumer.start()
-    found: dict[tuple[int, int], bytes] = {}
+    found: dict[tuple[int, int], tuple[bytes, str]] = {}
     try:
         for mq in consumer.queues(topic):
             offset = 0
@@ -405,18 +344,168 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
                 if result.status is not PullStatus.FOUND or not result.messages:
                     break
                 for msg in result.messages:
-                    found[(mq.queue_id, msg.queue_offset)] = msg.body
+                    found[(mq.queue_id, msg.queue_offset)] = (msg.body, msg.msg_id)
                 offset = result.next_begin_offset
     finally:
         consumer.shutdown()
     lost = sorted(k for k in acked if k not in found)
-    changed = sorted(k for k in acked if k in found and found[k] != acked[k])
-    return {"old_master": old_id, "new_master": new_id, "master_epoch": [old_epoch, new_epoch],
+    changed = sorted(k for k in acked if k in found and not sender.same(acked[k][2], found[k]))
+    reused = sender.count() - len(acked)  # one queue offset acked for two sends: the first one is gone
+    return {"client": client, "old_master": old_id, "new_master": new_id, "master_epoch": [old_epoch, new_epoch],
             "elected_s": round(elected_in, 2), "resumed_s": round(resumed_in, 2), "acked": len(acked),
-            "lost": len(lost), "changed": len(changed), "failed_sends": len(failures), "read": len(found),
-            "lost_keys": lost[:10], "new_master_addr": new_addr, "watched": len(seen),
-            "served_twice": sorted(set(served_twice) | {k for k in seen if k in found and found[k] != seen[k]})[:10],
-            "read_dropped": sorted(k for k in seen if k not in found)[:10]}
+            "lost": len(lost) + reused, "changed": len(changed), "failed_sends": len(sender.failures()), "read": len(found),
+            "lost_keys": lost[:10], "new_master_addr": new_addr, **watcher.figures(found)}
+
+
+class MasterWatcher:
+    """A consumer pulling all along from whoever the NameServer's route names master (raw PULL_MESSAGE frames
+    on a thread); it notes every (queue, offset) it read and whether one was ever served with two contents."""
+
+    def __init__(self, group: ControllerModeGroup, topic: str, queues: int = 4) -> None:
+        import threading
+
+        self.group, self.topic, self.queues = group, topic, queues
+        self.seen: dict[tuple[int, int], bytes] = {}
+        self.twice: list[tuple[int, int]] = []
+        self._stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        import threading
+
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        from testkit.ha import pull
+
+        nxt = [0] * self.queues
+        addr, asked = None, 0.0
+        while not self._stop.is_set():
+            if addr is None or time.monotonic() - asked > 0.5:
+                try:
+                    addr, asked = self.group.namesrv_proc.broker_addrs().get(0), time.monotonic()  # type: ignore[attr-defined]
+                except Exception:
+                    addr = None
+            if addr is None:
+                time.sleep(0.1)
+                continue
+            got = 0
+            for q in range(self.queues):
+                try:
+                    _, records = pull(addr, self.topic, q, nxt[q])
+                except Exception:
+                    addr = None
+                    break
+                for rec in records:
+                    key = (q, rec.queue_offset)
+                    if self.seen.setdefault(key, rec.body) != rec.body:
+                        self.twice.append(key)
+                    nxt[q] = rec.queue_offset + 1
+                    got += 1
+            if not got:
+                time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.thread is not None:
+            self.thread.join(15)
+
+    def figures(self, found: dict[tuple[int, int], tuple[bytes, str]]) -> dict[str, object]:
+        """Against the final read: an offset read with another body, or read and then gone."""
+        if self.thread is None:
+            return {}
+        twice = set(self.twice) | {k for k, body in self.seen.items() if k in found and found[k][0] != body}
+        return {"watched": len(self.seen), "served_twice": sorted(twice)[:10],
+                "read_dropped": sorted(k for k in self.seen if k not in found)[:10]}
+
+
+class PythonSender:
+    """SYNC sends from rmqtx's blocking Python producer on a thread (no retries: a failed send is not acked)."""
+
+    def __init__(self, group: ControllerModeGroup, topic: str, config: object) -> None:
+        import threading
+
+        from rmqtx.client.blocking import BlockingProducer
+
+        self.topic = topic
+        self._acked: dict[tuple[int, int], tuple[float, float, bytes]] = {}
+        self._failures: list[str] = []
+        self._count = 0
+        self._stop = threading.Event()
+        self.producer = BlockingProducer(group.namesrv, "rmqtx-failover-producer", config=config, retry_times=0)
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self.producer.start()
+        self.thread.start()
+
+    def _loop(self) -> None:
+        from rmqtx.client.message import SendStatus
+
+        i = 0
+        while not self._stop.is_set():
+            body = f"failover-{i}".encode()
+            i += 1
+            began = time.time()
+            try:
+                result = self.producer.send(self.topic, body)
+            except Exception as e:  # a refused or timed out send is not acked: go on, as an application would
+                self._failures.append(type(e).__name__)
+                time.sleep(0.05)
+                continue
+            if result.send_status is not SendStatus.SEND_OK:
+                self._failures.append(result.send_status.name)
+                continue
+            self._acked[(result.message_queue.queue_id, result.queue_offset)] = (began, time.time(), body)
+            self._count += 1
+
+    def count(self) -> int:
+        """Acked sends, counting one queue offset acked twice (which would be a fault) twice."""
+        return self._count
+
+    def acked(self) -> dict[tuple[int, int], tuple[float, float, object]]:
+        return dict(self._acked)
+
+    def failures(self) -> list[str]:
+        return list(self._failures)
+
+    @staticmethod
+    def same(sent: object, found: tuple[bytes, str]) -> bool:
+        return sent == found[0]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.thread.join(15)
+        self.producer.shutdown()
+
+
+class JavaSender:
+    """SYNC sends from Apache's DefaultMQProducer (default retries) in its own JVM."""
+
+    def __init__(self, group: ControllerModeGroup, topic: str) -> None:
+        from testkit.javaproducer import JavaSyncSender
+
+        self.jvm = JavaSyncSender(group.namesrv, topic, Path(group.root) / "java-sender.log")
+
+    def start(self) -> None:
+        self.jvm.start()
+
+    def count(self) -> int:
+        return len(self.jvm.acks)
+
+    def acked(self) -> dict[tuple[int, int], tuple[float, float, object]]:
+        return {(a.queue_id, a.queue_offset): (a.began, a.done, a) for a in list(self.jvm.acks)}
+
+    def failures(self) -> list[str]:
+        return list(self.jvm.failures)
+
+    @staticmethod
+    def same(sent: object, found: tuple[bytes, str]) -> bool:
+        return sent.body == found[0] and sent.msg_id == found[1]  # type: ignore[attr-defined]
+
+    def stop(self) -> None:
+        self.jvm.stop()
 
 
 def mqadmin(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:

@@ -27,6 +27,8 @@ log = Logger(namespace="rmqtx.broker.registration")
 
 #: A failed registration is retried this soon, not only at the next 30 s period.
 RETRY_SECONDS = 2.0
+#: Changes that need the whole table registered (topics deleted) within this long share one registration.
+COALESCE_SECONDS = 0.2
 
 
 def register_period(config: BrokerConfig) -> float:
@@ -43,6 +45,7 @@ class NamesrvRegistrar:
         self._loop: task.LoopingCall | None = None
         self._retrying: set[str] = set()
         self._retry_calls: dict[str, IDelayedCall] = {}
+        self._soon: IDelayedCall | None = None
         #: Called with each NameServer's REGISTER_BROKER answer (a slave learns its master from it).
         self.on_registered: list = []
 
@@ -70,6 +73,14 @@ class NamesrvRegistrar:
     def register_all(self, oneway: bool = False) -> "defer.Deferred[list]":
         """Register with each NameServer; failures are logged and retried soon, never raised."""
         return defer.gatherResults([self._register(addr, oneway) for addr in self.config.namesrv_addrs])
+
+    def register_all_soon(self) -> None:
+        """One whole-table registration (oneway) shortly, shared by every change until then: deleting
+        N topics one request each registered N whole tables, O(N^2) with 100,000 topics."""
+        if self._soon is None or not self._soon.active():
+            from twisted.internet import reactor
+
+            self._soon = reactor.callLater(COALESCE_SECONDS, self.register_all, True)
 
     def register_topic(self, topic_config: TopicConfig) -> "defer.Deferred[list]":
         """Tell each NameServer about one new or changed topic only, with the new data version (Java's
@@ -124,8 +135,8 @@ class NamesrvRegistrar:
         """Stop the timer and unregister from each NameServer (best effort, short timeout)."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        for call in self._retry_calls.values():
-            if call.active():
+        for call in [*self._retry_calls.values(), self._soon]:
+            if call is not None and call.active():
                 call.cancel()
         header = BrokerIdentityRequestHeader(
             brokerName=self.config.brokerName,

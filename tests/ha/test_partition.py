@@ -7,96 +7,14 @@ A relay rather than ``ip netns``: network namespaces need root and CAP_NET_ADMIN
 
 from __future__ import annotations
 
-import socket
-import threading
 import unittest
 
 from rmqtx.remoting.codes import ResponseCode
 from testkit.ha import Cluster, Sender, pull, wait_until
+from testkit.link import Link
 from tests.ha.test_replication import commit_log_end, send_many
 
 TOPIC = "T_ha"  # send_many's topic
-
-
-class Link:
-    """A TCP relay on 127.0.0.1 to target that can be cut and healed."""
-
-    def __init__(self, target: str) -> None:
-        host, port = target.rsplit(":", 1)
-        self.target = (host, int(port))
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.2)
-        self.addr = f"127.0.0.1:{self.listener.getsockname()[1]}"
-        self.down = threading.Event()
-        self.closing = threading.Event()
-        self.socks: list[socket.socket] = []
-        self.lock = threading.Lock()
-        self.accepted = 0
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.closing.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            with self.lock:
-                self.socks.append(conn)
-                self.accepted += 1
-            if self.down.is_set():
-                continue  # a connection attempt across a cut link: accepted by nobody, answered by nobody
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                conn.close()
-                continue
-            with self.lock:
-                self.socks.append(upstream)
-            for src, dst in ((conn, upstream), (upstream, conn)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
-        while True:
-            try:
-                data = src.recv(65536)
-            except OSError:
-                data = b""
-            if not data:
-                if not self.down.is_set():  # across a cut link a close is not seen either
-                    self._close(dst)
-                return
-            if self.down.is_set():
-                continue  # lost on the way
-            try:
-                dst.sendall(data)
-            except OSError:
-                return
-
-    @staticmethod
-    def _close(sock: socket.socket) -> None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        sock.close()
-
-    def cut(self) -> None:
-        self.down.set()
-
-    def heal(self) -> None:
-        """The link is back: connections that lived across the cut are reset, new ones go through."""
-        with self.lock:
-            stale, self.socks = self.socks, []
-        for sock in stale:
-            self._close(sock)
-        self.down.clear()
-
-    def close(self) -> None:
-        self.closing.set()
-        self.listener.close()
-        self.heal()
 
 
 class PartitionTest(unittest.TestCase):

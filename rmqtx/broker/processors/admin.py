@@ -133,7 +133,7 @@ class TopicAdminProcessor:
         self.ctx.topics.delete(header.topic)
         self.ctx.offsets.remove_topic(header.topic)
         self.ctx.store.delete_topics({header.topic})
-        self.ctx.registrar.register_all(oneway=True)
+        self.ctx.registrar.register_all_soon()
         return ok(request)
 
     def all_topic_config(self, request: RemotingCommand, conn: RemotingProtocol) -> RemotingCommand:
