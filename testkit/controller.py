@@ -297,12 +297,15 @@ class ControllerModeGroup:
 
 
 def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, after: int = 100,
-                 resume_timeout: float = 60.0, client: str = "python") -> dict[str, object]:
+                 resume_timeout: float = 60.0, client: str = "python", watch: bool = False) -> dict[str, object]:
     """SYNC sends from rmqtx's Python client (``client="python"``) or Apache's Java DefaultMQProducer
     (``client="java"``, testkit/javaproducer.py); ``kill -9`` of the master once ``before`` are acked; sends go
     on until ``after`` more are acked; then every acked message is read back from the new master at the queue
     and offset its ack named (with the Java client its msgId must match too). Returns the figures (seconds
-    from the kill to the first acked send, acked, lost)."""
+    from the kill to the first acked send, acked, lost).
+
+    ``watch``: a consumer pulls all along from whoever the route names master; every (queue, offset) it read
+    must keep one content, also against the final read (``served_twice``, ``read_dropped``)."""
     from rmqtx.client.blocking import BlockingPullConsumer
     from rmqtx.client.config import ClientConfig
     from rmqtx.client.message import PullStatus
@@ -311,6 +314,9 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
     old_id, old_addr, old_epoch = group.wait_master(30)
     sender = JavaSender(group, topic) if client == "java" else PythonSender(group, topic, config)
     sender.start()
+    watcher = MasterWatcher(group, topic)
+    if watch:
+        watcher.start()
     try:
         wait_until(lambda: sender.count() >= before, 60, f"{before} acked sends before the kill", step=0.05)
         acked_before = sender.count()
@@ -322,6 +328,7 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
                    f"{after} acked sends after the kill", step=0.05)
     finally:
         sender.stop()
+        watcher.stop()
     acked = sender.acked()
     if not acked:
         raise AssertionError("no send was acked")
@@ -347,7 +354,70 @@ def failover_run(group: ControllerModeGroup, topic: str, before: int = 200, afte
     return {"client": client, "old_master": old_id, "new_master": new_id, "master_epoch": [old_epoch, new_epoch],
             "elected_s": round(elected_in, 2), "resumed_s": round(resumed_in, 2), "acked": len(acked),
             "lost": len(lost) + reused, "changed": len(changed), "failed_sends": len(sender.failures()), "read": len(found),
-            "lost_keys": lost[:10], "new_master_addr": new_addr}
+            "lost_keys": lost[:10], "new_master_addr": new_addr, **watcher.figures(found)}
+
+
+class MasterWatcher:
+    """A consumer pulling all along from whoever the NameServer's route names master (raw PULL_MESSAGE frames
+    on a thread); it notes every (queue, offset) it read and whether one was ever served with two contents."""
+
+    def __init__(self, group: ControllerModeGroup, topic: str, queues: int = 4) -> None:
+        import threading
+
+        self.group, self.topic, self.queues = group, topic, queues
+        self.seen: dict[tuple[int, int], bytes] = {}
+        self.twice: list[tuple[int, int]] = []
+        self._stop = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        import threading
+
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        from testkit.ha import pull
+
+        nxt = [0] * self.queues
+        addr, asked = None, 0.0
+        while not self._stop.is_set():
+            if addr is None or time.monotonic() - asked > 0.5:
+                try:
+                    addr, asked = self.group.namesrv_proc.broker_addrs().get(0), time.monotonic()  # type: ignore[attr-defined]
+                except Exception:
+                    addr = None
+            if addr is None:
+                time.sleep(0.1)
+                continue
+            got = 0
+            for q in range(self.queues):
+                try:
+                    _, records = pull(addr, self.topic, q, nxt[q])
+                except Exception:
+                    addr = None
+                    break
+                for rec in records:
+                    key = (q, rec.queue_offset)
+                    if self.seen.setdefault(key, rec.body) != rec.body:
+                        self.twice.append(key)
+                    nxt[q] = rec.queue_offset + 1
+                    got += 1
+            if not got:
+                time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.thread is not None:
+            self.thread.join(15)
+
+    def figures(self, found: dict[tuple[int, int], tuple[bytes, str]]) -> dict[str, object]:
+        """Against the final read: an offset read with another body, or read and then gone."""
+        if self.thread is None:
+            return {}
+        twice = set(self.twice) | {k for k, body in self.seen.items() if k in found and found[k][0] != body}
+        return {"watched": len(self.seen), "served_twice": sorted(twice)[:10],
+                "read_dropped": sorted(k for k in self.seen if k not in found)[:10]}
 
 
 class PythonSender:

@@ -228,6 +228,25 @@ def pull(addr: str, topic: str, queue_id: int, offset: int, group: str = "C_ha",
     return resp, out
 
 
+def pull_held(addr: str, topic: str, queue_id: int, offset: int, suspend_ms: int, group: str = "C_ha") -> tuple[RemotingCommand, list]:
+    """A long poll (the suspend flag, held up to suspend_ms by the broker); answer and records."""
+    from rmqtx.remoting.headers import PullMessageRequestHeader
+    from rmqtx.store.record import decode_record
+
+    header = PullMessageRequestHeader(
+        consumerGroup=group, topic=topic, queueId=queue_id, queueOffset=offset, maxMsgNums=32,
+        sysFlag=0x2 | 0x4, commitOffset=0, suspendTimeoutMillis=suspend_ms, subscription="*", subVersion=0,
+        expressionType="TAG",
+    )
+    resp = call(addr, header.apply_to(RemotingCommand(RequestCode.PULL_MESSAGE)), suspend_ms / 1000.0 + 5)
+    out, pos, body = [], 0, resp.body or b""
+    while pos < len(body):
+        rec = decode_record(body, pos)
+        out.append(rec)
+        pos += rec.total_size
+    return resp, out
+
+
 def stored_offset(response: RemotingCommand) -> int:
     """The commit log offset a send answer's msgId (an offsetMsgId) names."""
     return int(response.ext_fields["msgId"][-16:], 16)

@@ -25,6 +25,7 @@ from .consume_queue_ext import MAX_ADDR as EXT_MAX_ADDR
 from .consume_queue_ext import ExtUnit
 from .cq_maps import MappedQueues
 from .cq_rocksdb import RocksConsumeQueue, RocksUnits
+from .visibility import ConfirmGate
 from .dispatch import BitmapCalculator, ConsumeQueueDispatcher, DispatchPipeline, Dispatcher
 from .flush import FlushService
 from .index import IndexService
@@ -110,6 +111,10 @@ class MessageStore:
         self._made_cqs: list[ConsumeQueue] = []
         self._made_told = False
         self._batch_limits: dict[tuple[int, int, int, int, int], tuple[tuple[int, int], tuple[int, int]]] = {}
+        #: controller mode without readUnCommitted: dispatch waits for the confirm offset (None: at once)
+        self.gate: ConfirmGate | None = None
+        #: the last stop left no abort file (set by load)
+        self.stopped_cleanly = True
 
     # ---- lifecycle --------------------------------------------------------------------------
 
@@ -123,6 +128,7 @@ class MessageStore:
         self._acquire_lock()
         try:
             clean = not os.path.exists(self.abort_path)
+            self.stopped_cleanly = clean
             self.checkpoint = Checkpoint(os.path.join(self.root, "checkpoint"))
             self.commitlog.queue.load()
             if self.config.rocksdb_queues:
@@ -381,6 +387,10 @@ class MessageStore:
             log.error("put failed: %s", e)
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
         if req is not None:
+            if self.gate is not None:
+                self.gate.hold(req, cq is not None)
+                self.gate.release()
+                return res
             self.pipeline.dispatch(req)
             if self._listeners and cq is not None:
                 self._arrive(msg.topic, msg.queue_id, req.queue_offset + 1)
@@ -416,10 +426,16 @@ class MessageStore:
             except OSError as e:
                 log.error("batch put failed: %s", e)
                 return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
-            for req in reqs:
-                self.pipeline.dispatch(req)
+            gate = self.gate
+            if gate is not None:
+                for req in reqs:
+                    gate.hold(req, cq is not None)
+                gate.release()
+            else:
+                for req in reqs:
+                    self.pipeline.dispatch(req)
             if reqs:
-                if self._listeners and cq is not None:
+                if self._listeners and cq is not None and gate is None:
                     self._arrive(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
                     return self._await_flush(res)
@@ -463,6 +479,34 @@ class MessageStore:
         """Tell arrival listeners (long polling) about records a replica dispatched."""
         if self._listeners:
             self._notify(topic, queue_id, new_max)
+
+    @property
+    def has_arrival_listeners(self) -> bool:
+        return bool(self._listeners)
+
+    def set_confirm_gate(self, confirm: Callable[[], int]) -> ConfirmGate:
+        """Controller mode (readUnCommitted=false): from now on a record is dispatched once ``confirm()``
+        passes its end; call :meth:`release_confirmed` when that offset may have moved. After a crash what
+        recovery dispatched past the persisted confirm offset is taken back (a clean stop keeps it, as Apache's
+        normal recovery dispatches everything)."""
+        self.gate = ConfirmGate(self, confirm)
+        return self.gate
+
+    def recover_confirm_offset(self) -> int | None:
+        """After load, with a gate: after a crash, the confirm offset persisted in the checkpoint, and what
+        recovery dispatched past it taken back; None after a clean stop (everything stays visible)."""
+        ckpt = self.checkpoint
+        if self.gate is None or self.stopped_cleanly or ckpt is None:
+            return None
+        confirm = ckpt.stored_confirm_offset
+        if not 0 <= confirm < self.max_phy_offset:
+            return None
+        self.gate.undo_unconfirmed(confirm)
+        return max(confirm, self.min_phy_offset)
+
+    def release_confirmed(self) -> None:
+        if self.gate is not None:
+            self.gate.release()
 
     def add_arrival_listener(self, fn: Callable[[str, int, int], None]) -> None:
         self._listeners.append(fn)

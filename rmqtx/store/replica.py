@@ -51,6 +51,8 @@ class ReplicaAppender:
     def __init__(self, store: "MessageStore") -> None:
         self.store = store
         self.dispatched = store.commitlog.max_offset  # recovery dispatched everything before this
+        if store.gate is not None:  # controller mode: from where the confirm offset let dispatch get
+            self.dispatched = store.gate.attach_slave_reader(self)
 
     def file_pending(self, offset: int) -> Future | None:
         """A file creation the append at offset must wait for (off the reactor), else None."""
@@ -91,13 +93,17 @@ class ReplicaAppender:
             q.prepare_next()
         if self.dispatched < q.min_offset:  # an empty slave starts at the master's last file
             self.dispatched = q.min_offset
-        self.dispatch()
+        if store.gate is not None:
+            store.gate.release()
+        else:
+            self.dispatch()
         if store.config.sync_flush:  # no periodic commit log flush runs then: kick a group commit (Java's runs every 10 ms)
             store.flush.wait_flushed(q.max_offset)
         return None
 
-    def dispatch(self) -> None:
-        """Dispatch the complete records between the dispatched mark and the end of written data."""
+    def dispatch(self, limit: int | None = None) -> None:
+        """Dispatch the complete records between the dispatched mark and the end of written data (and ending
+        at or before ``limit``, the confirm offset in controller mode)."""
         store = self.store
         q = store.commitlog.queue
         notify: dict[tuple[str, int], ConsumeQueue] = {}
@@ -122,7 +128,7 @@ class ReplicaAppender:
                 log.error("replica: unreadable record at %d (size %d, magic %#x); dispatch stops there",
                           self.dispatched, size, magic & 0xFFFFFFFF)
                 break
-            if pos + size > mf.wrote:
+            if pos + size > mf.wrote or (limit is not None and self.dispatched + size > limit):
                 break
             try:
                 rec = R.decode_record(mf.mm, pos, pos + size)

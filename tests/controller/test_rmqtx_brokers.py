@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import unittest
 from pathlib import Path
 
@@ -80,11 +81,17 @@ class Scenario(unittest.TestCase):
         self.assertEqual(epochs[0], "1")  # one term so far, starting at offset 0
         self.assertEqual(epochs[2], f"{first_epoch}-0")
 
-        # 1. kill -9 of the master under SYNC sends
+        # 0. consumer visibility: what the sync-state set does not have yet is not readable from the master
         group.create_topic(TOPIC)
-        figures = failover_run(group, TOPIC, before=150, after=100, resume_timeout=30)
+        self._unconfirmed_not_readable(group, first_addr)
+
+        # 1. kill -9 of the master under SYNC sends, a consumer pulling from the master all along
+        figures = failover_run(group, TOPIC, before=150, after=100, resume_timeout=30, watch=True)
         self.assertEqual(figures["lost"], 0, figures)
         self.assertEqual(figures["changed"], 0, figures)
+        self.assertGreater(figures["watched"], 0, figures)
+        self.assertEqual(figures["served_twice"], [], figures)
+        self.assertEqual(figures["read_dropped"], [], figures)
         self.assertLess(figures["resumed_s"], 10, figures)
         second_addr = str(figures["new_master_addr"])
         wait_until(lambda: group.namesrv_proc.broker_addrs().get(0) == second_addr, 15, "the route naming the new master")
@@ -104,10 +111,16 @@ class Scenario(unittest.TestCase):
             for i in range(BULK_MESSAGES):
                 resp = sender.send(TOPIC, filler, 2, WAIT="false")
                 self.assertEqual(resp.code, 0, resp.remark)
+            unacked_at = []
             for i in range(5):
                 resp = sender.send(TOPIC, f"unacked-{i}".encode(), 0, WAIT="false")
                 self.assertEqual(resp.code, 0, resp.remark)
+                unacked_at.append(int(resp.ext_fields["queueOffset"]))
             sender.close()
+            from testkit.ha import pull
+
+            answer, records = pull(second_addr, TOPIC, 0, unacked_at[0])  # the stopped slave never acked them
+            self.assertEqual(records, [], f"an unconfirmed message was readable: {answer.ext_fields}")
             second_end = _max_offset(second)
             second.kill9()
         finally:
@@ -120,7 +133,13 @@ class Scenario(unittest.TestCase):
         sender = Sender(third.addr)
         resp = sender.send(TOPIC, b"after-second-failover", 1)
         self.assertEqual(resp.code, 0, resp.remark)
+        resp = sender.send(TOPIC, b"at-a-reused-offset", 0)  # the offset the dead master gave "unacked-0"
+        self.assertEqual(resp.code, 0, resp.remark)
+        self.assertEqual(int(resp.ext_fields["queueOffset"]), unacked_at[0])
         sender.close()
+        from testkit.ha import pull
+
+        self.assertEqual([r.body for r in pull(third.addr, TOPIC, 0, unacked_at[0])[1]], [b"at-a-reused-offset"])
         second.start()
         first.start()
         wait_until(lambda: len(group.sync_state_set()) == 3, 60, "the rejoined brokers back in the sync-state set", step=0.3)
@@ -136,8 +155,6 @@ class Scenario(unittest.TestCase):
         self.assertGreater(third_epoch, first_epoch)
 
         # 4. an admin election (mqadmin electMaster's request) moves the master away from a live broker
-        import time
-
         from rmqtx.remoting.codes import RequestCode
 
         target = _broker_id(first)
@@ -150,6 +167,43 @@ class Scenario(unittest.TestCase):
         self.assertEqual(sender.send(TOPIC, b"after-admin-election", 1).code, 0)
         sender.close()
         wait_until(lambda: len(group.sync_state_set()) == 3, 30, "the demoted master back in the sync-state set", step=0.3)
+
+
+    def _unconfirmed_not_readable(self, group, master_addr: str) -> None:  # type: ignore[no-untyped-def]
+        """Both slaves stopped (SIGSTOP): a message the master stored (WAIT=false) is not pullable, and a long
+        poll for it is held; once they run again and ack, the held poll wakes with it."""
+        import threading
+
+        from testkit.ha import pull, pull_held
+
+        slaves = [b for b in group.brokers if b.addr != master_addr]
+        wait_until(lambda: all(_max_offset(b) == _max_offset(group.broker_at(master_addr)) for b in slaves), 15,
+                   "the slaves caught up")
+        for b in slaves:
+            os.kill(b.proc.pid, signal.SIGSTOP)
+        held: list = []
+        try:
+            sender = Sender(master_addr)
+            resp = sender.send(TOPIC, b"wait-for-the-sync-state-set", 3, WAIT="false")
+            sender.close()
+            self.assertEqual(resp.code, 0, resp.remark)
+            offset = int(resp.ext_fields["queueOffset"])
+            time.sleep(0.5)  # several acks' worth of time: the gate must hold, not race
+            answer, records = pull(master_addr, TOPIC, 3, offset)
+            self.assertEqual(records, [], f"read before the sync-state set had it: {answer.code} {answer.ext_fields}")
+            poll = threading.Thread(target=lambda: held.append(pull_held(master_addr, TOPIC, 3, offset, 20000)))
+            poll.start()
+            time.sleep(0.5)
+            self.assertEqual(held, [], "the long poll answered before the slaves acked")
+        finally:
+            for b in slaves:
+                os.kill(b.proc.pid, signal.SIGCONT)
+        began = time.monotonic()
+        poll.join(25)
+        self.assertTrue(held and held[0][1], f"the held pull did not wake with the message: {held}")
+        self.assertLess(time.monotonic() - began, 10)
+        self.assertEqual(held[0][1][0].body, b"wait-for-the-sync-state-set")
+        self.assertEqual([r.body for r in pull(master_addr, TOPIC, 3, offset)[1]], [b"wait-for-the-sync-state-set"])
 
 
 def _broker_id(broker: object) -> int:

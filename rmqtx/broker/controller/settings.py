@@ -12,7 +12,7 @@ KEYS = frozenset({
     "checkSyncStateSetPeriod", "syncControllerMetadataPeriod", "controllerHeartBeatTimeoutMills",
     "brokerElectionPriority", "brokerHeartbeatInterval", "sendHeartbeatTimeoutMillis", "haMaxTimeSlaveNotCatchup",
     "inSyncReplicas", "minInSyncReplicas", "allAckInSyncStateSet", "syncFromLastFile", "asyncLearner",
-    "storePathEpochFile", "storePathBrokerIdentity",
+    "storePathEpochFile", "storePathBrokerIdentity", "readUnCommitted",
 })
 
 
@@ -34,6 +34,8 @@ class ControllerModeSettings:
     sync_from_last_file: bool = False
     epoch_file: str = ""
     identity_file: str = ""
+    #: readUnCommitted: dispatch to consume queues without waiting for the confirm offset
+    read_uncommitted: bool = False
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "ControllerModeSettings":
@@ -65,4 +67,5 @@ class ControllerModeSettings:
             bool_setting(props, "syncFromLastFile", False),
             (props.get("storePathEpochFile") or "").strip(),
             (props.get("storePathBrokerIdentity") or "").strip(),
+            bool_setting(props, "readUnCommitted", False),
         )

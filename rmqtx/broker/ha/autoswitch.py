@@ -21,6 +21,7 @@ from twisted.logger import Logger
 from rmqtx.broker.ha.autoswitch_master import MasterConnection
 from rmqtx.broker.ha.autoswitch_slave import AutoSwitchClient
 from rmqtx.store.epoch import EpochCache
+from rmqtx.store.replica import ReplicaAppender
 from rmqtx.store.results import PutResult, PutStatus
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ class AutoSwitchHAService:
         self.client: AutoSwitchClient | None = None
         self.confirm_offset = -1
         self.listeners: list[Callable[[set[int]], None]] = []
+        #: the commit log's confirm offset (Java's DefaultMessageStore.getConfirmOffset: everything when the master
+        #: waits for no one), which the master sends in its transfer frames; the replicas manager sets it
+        self.store_confirm_offset: Callable[[], int] = lambda: self.confirm_offset
         self.port: Any = None
         self._waiters: deque[_Waiter] = deque()
         self._loop: task.LoopingCall | None = None
@@ -80,7 +84,8 @@ class AutoSwitchHAService:
 
     def load(self) -> None:
         self.epochs.load()
-        self.confirm_offset = self.store.max_phy_offset
+        confirm = self.store.recover_confirm_offset()
+        self.confirm_offset = self.store.max_phy_offset if confirm is None else confirm
 
     def start(self, port: int, interface: str = "") -> None:
         self.port = self.reactor.listenTCP(port, _MasterFactory(self), interface=interface)
@@ -127,6 +132,8 @@ class AutoSwitchHAService:
             self.epochs.truncate_from_epoch(epoch)
         self.epochs.append(epoch, self.store.max_phy_offset)
         self.confirm_offset = self.compute_confirm_offset()
+        if self.store.gate is not None:
+            self.store.gate.to_master(lambda: ReplicaAppender(self.store))
         log.info("HA: master of epoch {epoch} from offset {offset}", epoch=epoch, offset=self.store.max_phy_offset)
         return True
 
@@ -160,6 +167,7 @@ class AutoSwitchHAService:
         self.sync_state_set = set(ids)
         self.confirm_offset = self.compute_confirm_offset()
         self._release()
+        self.store.release_confirmed()
 
     def effective_set(self) -> set[int]:
         return self.sync_state_set | self.remote_set if self.synchronizing else set(self.sync_state_set)
@@ -252,6 +260,7 @@ class AutoSwitchHAService:
     def on_ack(self, conn: MasterConnection) -> None:
         if conn.slave_id in self.sync_state_set:
             self.confirm_offset = self.compute_confirm_offset()
+            self.store.release_confirmed()
         self._release()
 
     def _release(self) -> None:
@@ -285,6 +294,7 @@ class AutoSwitchHAService:
         if self.client is not None:
             self.client.tick(now)
         self._expire(time.monotonic())
+        self.store.release_confirmed()
 
     def status(self) -> dict:
         return {

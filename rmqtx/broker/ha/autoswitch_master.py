@@ -176,7 +176,7 @@ class MasterConnection(protocol.Protocol):
             entry = epochs.first()
             if entry is None:
                 return None
-        return w.master_transfer_header(size, offset, entry.epoch, entry.start, self.service.confirm_offset)
+        return w.master_transfer_header(size, offset, entry.epoch, entry.start, self.service.store_confirm_offset())
 
     def pump(self) -> None:
         if self.closed or self.paused or self.state != w.TRANSFER or self.request_offset < 0:

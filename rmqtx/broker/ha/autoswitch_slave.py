@@ -125,6 +125,7 @@ class SlaveConnection(protocol.Protocol):
                     return
             pos += w.MASTER_TRANSFER.size + size
             self.client.service.confirm_offset = min(confirm, store.max_phy_offset)
+            store.release_confirmed()
         if pos:
             del buf[:pos]
         if not self.closed and self.state == w.TRANSFER:

@@ -82,6 +82,9 @@ class HARole:
         self.auto = AutoSwitchHAService(ctx.store, self.reactor, cfg.controller, epoch_path)
         self.sync = SlaveSynchronize(ctx, client, self.reactor)
         self.replicas = ReplicasManager(ctx, client, self.reactor, self.auto, self.sync, self._special_services)
+        self.auto.store_confirm_offset = self.replicas.confirm_offset
+        if not cfg.controller.read_uncommitted:  # consumers see only what the sync-state set has
+            ctx.store.set_confirm_gate(self.replicas.confirm_offset)
         ctx.transactions.after_put = lambda d, properties: wait_for_replica(self, d, properties)
 
     def _special_services(self, master: bool) -> None:
