@@ -73,7 +73,7 @@ class ApacheBrokersUnderRmqtxControllers(unittest.TestCase):
         self.assertEqual(out["epoch"].stdout.count("#Epoch: EpochEntry{epoch="), 3, out["epoch"].stdout)
 
         group.create_topic(TOPIC)
-        figures = failover_run(group, TOPIC, before=150, after=100)
+        figures = failover_run(group, TOPIC, before=150, after=100, client="java")  # Apache's DefaultMQProducer
         self.assertNotEqual(figures["new_master"], master_id)
         self.assertEqual(figures["master_epoch"], [epoch, epoch + 1], group.controllers.events())
         self.assertEqual((figures["lost"], figures["changed"]), (0, 0), figures)

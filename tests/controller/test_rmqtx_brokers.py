@@ -1,7 +1,7 @@
 """rmqtx brokers in controller mode under three rmqtx controllers, all real processes on loopback.
 
 Three brokers take broker ids (Apache's ``brokerIdentity`` files), one is elected master, the sync-state
-set grows to all three. SYNC sends from rmqtx's Python client (``allAckInSyncStateSet=true``); ``kill -9``
+set grows to all three. SYNC sends from Apache's Java DefaultMQProducer (``allAckInSyncStateSet=true``); ``kill -9``
 of the master: a new master comes from the sync-state set, the NameServer's route follows it, sends resume,
 and every acked message is read back from it at the queue offset its ack named. Then a diverged log: with
 the last slave stopped, the new master stores messages no one acked (WAIT=false) and is killed; the slave
@@ -52,6 +52,8 @@ class Scenario(unittest.TestCase):
     """The scenario; subclasses say which controllers the group has."""
 
     apache_controller = False
+    #: the failover's SYNC sends come from Apache's Java DefaultMQProducer (testkit/javaproducer.py)
+    client = "java"
 
     def run_scenario(self) -> None:
         from testkit.controller import CLUSTER, RmqtxControllerModeGroup, failover_run
@@ -86,7 +88,7 @@ class Scenario(unittest.TestCase):
         self._unconfirmed_not_readable(group, first_addr)
 
         # 1. kill -9 of the master under SYNC sends, a consumer pulling from the master all along
-        figures = failover_run(group, TOPIC, before=150, after=100, resume_timeout=30, watch=True)
+        figures = failover_run(group, TOPIC, before=150, after=100, resume_timeout=30, watch=True, client=self.client)
         self.assertEqual(figures["lost"], 0, figures)
         self.assertEqual(figures["changed"], 0, figures)
         self.assertGreater(figures["watched"], 0, figures)
