@@ -175,13 +175,11 @@ class ApacheJvm:
 class ApacheBroker(ApacheJvm):
     def __init__(self, root: Path, index: int, namesrv: str, controllers: str, **conf: object) -> None:
         self.name = f"broker{index}"
-        self.port = apache5.broker_port()
-        self.addr = f"127.0.0.1:{self.port}"
         home = root / self.name
         store = home / "store"
-        values = {
-            "brokerClusterName": CLUSTER, "brokerName": BROKER_NAME, "brokerIP1": "127.0.0.1", "listenPort": self.port,
-            "haListenPort": self.port + 1, "namesrvAddr": namesrv, "storePathRootDir": store,
+        self.values: dict[str, object] = {
+            "brokerClusterName": CLUSTER, "brokerName": BROKER_NAME, "brokerIP1": "127.0.0.1",
+            "namesrvAddr": namesrv, "storePathRootDir": store,
             "storePathCommitLog": store / "commitlog", "mappedFileSizeCommitLog": 16 * 1024 * 1024,
             "flushDiskType": "ASYNC_FLUSH", "enableControllerMode": "true", "controllerAddr": controllers,
             "fetchControllerAddrByDnsLookup": "false", "allAckInSyncStateSet": "true",
@@ -189,8 +187,46 @@ class ApacheBroker(ApacheJvm):
             "syncControllerMetadataPeriod": 2000, **conf,
         }
         home.mkdir(parents=True, exist_ok=True)
-        (home / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
         super().__init__(home, "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(home / "broker.conf")], BROKER_JVM)
+        self._new_ports()
+
+    def _new_ports(self) -> None:
+        self.port = apache5.broker_port()
+        self.addr = f"127.0.0.1:{self.port}"
+        values = {**self.values, "listenPort": self.port, "haListenPort": self.port + 1}
+        (self.home / "broker.conf").write_text("".join(f"{k}={v}\n" for k, v in values.items()))
+
+    def serve(self, timeout: float = 120.0) -> "ApacheBroker":
+        """Start it and wait until it answers. A port it binds (on every interface) may have been taken since
+        it was picked, on a shared machine: then it starts again on new ports, its store kept."""
+        return self.start().wait_serving(timeout)
+
+    def start(self) -> "ApacheBroker":
+        super().start()
+        return self
+
+    def wait_serving(self, timeout: float) -> "ApacheBroker":
+        """Wait until the started broker answers; on a port taken meanwhile, start it again on new ones."""
+        deadline = time.monotonic() + timeout
+        for attempt in range(3):
+            try:
+                wait_until(lambda: self.answering(), max(deadline - time.monotonic(), 1), f"Apache {self.name}", step=0.5)
+                return self
+            except AssertionError:
+                if self.alive() or "Address already in use" not in self.log() or attempt == 2:
+                    raise
+            self._new_ports()
+            self.start()
+        raise AssertionError("unreachable")
+
+    def answering(self) -> bool:
+        """Whether it answers GET_BROKER_RUNTIME_INFO; an AssertionError with its log if it has exited."""
+        if not self.alive():
+            raise AssertionError(f"Apache {self.name} exited:\n{self.log()}")
+        try:
+            return call(self.addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 2).code == ResponseCode.SUCCESS
+        except OSError:
+            return False
 
 
 class ControllerModeGroup:
@@ -216,33 +252,16 @@ class ControllerModeGroup:
             self.controllers.start()
             self.namesrv_jvm.start()
             wait_until(lambda: self._ok(self.namesrv, RequestCode.GET_BROKER_CLUSTER_INFO), 60, "Apache's NameServer", step=0.25)
+            deadline = time.monotonic() + timeout
             for broker in self.brokers:
                 broker.start()
-            deadline = time.monotonic() + timeout
-            for i in range(len(self.brokers)):
-                for attempt in range(3):
-                    broker = self.brokers[i]
-                    try:
-                        wait_until(lambda b=broker: self._check_alive(b) and self._ok(b.addr, RequestCode.GET_BROKER_RUNTIME_INFO),
-                                   max(deadline - time.monotonic(), 1), f"Apache {broker.name}", step=0.5)
-                        break
-                    except AssertionError:
-                        # a port it binds on every interface was taken after we picked it (a shared machine)
-                        if broker.alive() or "Address already in use" not in broker.log() or attempt == 2:
-                            raise
-                        shutil.rmtree(broker.home, ignore_errors=True)
-                        self.brokers[i] = ApacheBroker(self.root, i, self.namesrv, self.controllers.addr_list, **self.broker_conf)
-                        self.brokers[i].start()
+            for broker in self.brokers:
+                broker.wait_serving(max(deadline - time.monotonic(), 1))
             self.wait_master(max(deadline - time.monotonic(), 1))
         except BaseException:
             self.close()
             raise
         return self
-
-    def _check_alive(self, jvm: ApacheJvm) -> bool:
-        if not jvm.alive():
-            raise AssertionError(f"{jvm.home.name} exited:\n{jvm.log()}")
-        return True
 
     @staticmethod
     def _ok(addr: str, code: int) -> bool:

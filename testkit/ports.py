@@ -7,6 +7,7 @@ neither of two brokers then binds one of the other's ports.
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 
@@ -14,6 +15,30 @@ import threading
 NEIGHBOURS = 3
 _given: set[int] = set()
 _lock = threading.Lock()
+#: Picks come from below the kernel's ephemeral range when it leaves room: a port from the range itself
+#: can be taken, in the seconds before a JVM binds it, as the local end of some outgoing connection.
+_LOWEST = 10000
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _candidate(host: str) -> int:
+    """A port bindable on ``host`` now: a random one below the ephemeral range, else one the kernel picks."""
+    low = _ephemeral_low()
+    if low - _LOWEST >= 4096:
+        for _ in range(50):
+            port = random.randrange(_LOWEST, low - NEIGHBOURS)
+            if port_free(port, host):
+                return port
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
 
 
 def port_free(port: int, host: str = "0.0.0.0") -> bool:
@@ -29,8 +54,8 @@ def port_free(port: int, host: str = "0.0.0.0") -> bool:
 def free_port(taken: set[int] | None = None, gap_below: int = 0, host: str = "127.0.0.1") -> int:
     """A port free now on ``host`` and more than NEIGHBOURS from every port this process handed out before.
 
-    The kernel may return a port it just released again, so two picks in a row (a broker's and its
-    gRPC endpoint's) could be the same port, or one could land on the other's fast or HA port.
+    Free now is not free later: two picks in a row (a broker's and its gRPC endpoint's) could be the same
+    port, or one could land on the other's fast or HA port, hence the record of ports handed out.
 
     ``taken``: ports the caller keeps apart itself; the pick is not one of them, and is added to it.
     ``gap_below``: the server also binds port - gap_below (Java's broker: its fast port, listenPort - 2),
@@ -40,9 +65,7 @@ def free_port(taken: set[int] | None = None, gap_below: int = 0, host: str = "12
     taken = set() if taken is None else taken
     with _lock:
         for _ in range(500):
-            with socket.socket() as sock:
-                sock.bind((host, 0))
-                port = sock.getsockname()[1]
+            port = _candidate(host)
             pair = {port, port - gap_below}
             if any(abs(port - given) <= NEIGHBOURS for given in _given) or pair & taken:
                 continue

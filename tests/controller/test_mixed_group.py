@@ -64,8 +64,9 @@ class MixedApacheAndRmqtxGroup(unittest.TestCase):
 
         group.controllers.start()
         group.namesrv_proc.start()
-        apache.start()
-        wait_until(lambda: (group.master() or (0, "", 0))[1] == apache.addr, 120, "the Apache broker elected", step=0.5)
+        apache.serve()
+        wait_until(lambda: apache.answering() and (group.master() or (0, "", 0))[1] == apache.addr, 120,
+                   "the Apache broker elected", step=0.5)
         for broker in group.brokers:
             broker.start()
         rmqtx_brokers = list(group.brokers)
@@ -80,7 +81,7 @@ class MixedApacheAndRmqtxGroup(unittest.TestCase):
         self.assertEqual((first["lost"], first["changed"]), (0, 0), first)
         new_master = next(b for b in rmqtx_brokers if b.addr == first["new_master_addr"])
 
-        apache.start()  # same store: it rejoins as the rmqtx master's slave
+        apache.serve()  # same store: it rejoins as the rmqtx master's slave
         wait_until(lambda: len(group.sync_state_set()) == 3, 90, "the Apache broker back in the sync-state set", step=0.5)
         second = failover_run(group, TOPIC, before=100, after=100, resume_timeout=30)
         self.assertEqual((second["lost"], second["changed"]), (0, 0), second)
