@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from twisted.logger import Logger
 
 from rmqtx.broker.jsonfiles import EntryCache, JsonConfigFile
-from rmqtx.common.fastjson import JavaMap, table_capacity
+from rmqtx.common.fastjson import RenderedHashMap, table_capacity
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.common.topics import (
     BENCHMARK_TOPIC,
@@ -56,6 +56,7 @@ class TopicConfigManager:
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
         self._rendered = EntryCache(depth=1)  # topicConfigTable sits one level in
+        self._wire = RenderedHashMap()  # the same entries, compact, for registrations and admin answers
         self._add_system_topics()
 
     def _system(self, name: str, queues: int, perm: int = PERM_READ | PERM_WRITE) -> None:
@@ -99,7 +100,7 @@ class TopicConfigManager:
     def wire_json(self) -> dict:
         """TopicConfigSerializeWrapper as Java's fastjson writes it: the table in its bucket order."""
         capacity = table_capacity(len(self.table), TOPIC_TABLE_CAPACITY)
-        table = JavaMap(((name, tc.to_json()) for name, tc in self.table.items()), capacity=capacity)
+        table = self._wire.render(self.table, TopicConfig.to_json, capacity)
         return {"dataVersion": self.data_version.to_json(), "topicConfigTable": table}
 
     def file_json(self) -> dict:

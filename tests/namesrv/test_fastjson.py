@@ -26,6 +26,23 @@ class FastjsonTest(unittest.TestCase):
         table_order = java_order(sorted(fastjson.loads(captured)), 1024)
         self.assertEqual(fastjson.dumps(JavaSet(table_order)), captured)
 
+    def test_rendered_hash_map_writes_what_a_java_map_would(self) -> None:
+        """Entries rendered once and reused must give the bytes of the whole map rendered afresh,
+        as the table grows (buckets resplit), loses entries and has beans replaced."""
+        cache = fastjson.RenderedHashMap()
+        table: dict[str, dict] = {}
+        for i in range(300):
+            name = f"T{i * 7919 % 1000}\u00e9" if i % 5 == 0 else f"topic-{i}"
+            table[name] = {"topicName": name, "readQueueNums": i % 9, "perm": 6}
+            if i % 4 == 0:
+                table.pop(next(iter(table)))
+            if i % 6 == 0 and table:
+                key = list(table)[len(table) // 2]
+                table[key] = {"topicName": key, "readQueueNums": 99}
+            capacity = fastjson.table_capacity(len(table), 1024 if i % 2 else 16)
+            expected = fastjson.dumps({"t": JavaMap(table, capacity=capacity), "v": 1})
+            self.assertEqual(fastjson.dumps({"t": cache.render(table, dict, capacity), "v": 1}), expected)
+
     def test_sort_maps_and_browser_compatible(self) -> None:
         data = {"m": JavaMap({10: "a", 2: "b"}), "s": "\u00e9\x01"}
         self.assertEqual(fastjson.dumps(data, sort_maps=True, browser_compatible=True),
