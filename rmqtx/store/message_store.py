@@ -92,6 +92,7 @@ class MessageStore:
         self.sync_flush = config.sync_flush
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
+        self._cq_root = config.consume_queue_dir  # joined once: a burst of new queues makes 100,000
         self._cq_dispatcher = ConsumeQueueDispatcher(self.consume_queues, self._cq, self.dirty_cqs,
                                                      R.parse_delay_levels(config.message_delay_level))
         steps: list[Dispatcher] = [self._cq_dispatcher]
@@ -196,7 +197,7 @@ class MessageStore:
     def _close_in_thread(self, mm: Any) -> None:
         """An evicted queue's old mapping, closed by the file thread (see MappedFile.unmap), before the
         files waiting to be made: each mapping holds a descriptor until closed."""
-        self._allocator.submit_first(mm.close)
+        self._allocator.call_first(mm.close)
 
     def _sweep_maps(self) -> None:
         assert self.cq_maps is not None
@@ -345,7 +346,7 @@ class MessageStore:
         if cq is None and self.rocks is not None:
             cq = self.consume_queues[(topic, queue_id)] = RocksConsumeQueue(topic, queue_id, self.rocks)  # type: ignore
         if cq is None:
-            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
+            cq = ConsumeQueue(topic, queue_id, self._cq_root,
                               self.config.mapped_file_size_consume_queue, self._allocator,
                               self._ext_root, self.config.mapped_file_size_consume_queue_ext,
                               self.config.warm_maped_file_enable)

@@ -65,3 +65,48 @@ def test_submit_first_jumps_the_queue():
         f.result(timeout=10)
     assert order == ["close", "make0", "make1", "make2"]
     alloc.shutdown(wait=True)
+
+
+def test_jobs_wait_time_out_and_call_back_like_futures():
+    alloc = FileAllocator("test-alloc")
+    gate = threading.Event()
+    slow = alloc.submit(gate.wait, 10)
+    with pytest.raises(TimeoutError):
+        slow.result(timeout=0.05)  # not done: the wait ends, the job goes on
+    assert not slow.done() and slow.running()
+    seen: list[object] = []
+    slow.add_done_callback(lambda job: seen.append(("before", job.result())))
+    waiters = [threading.Thread(target=lambda: seen.append(("waiter", slow.result(timeout=10)))) for _ in range(3)]
+    for t in waiters:
+        t.start()
+    gate.set()
+    for t in waiters:
+        t.join(10)
+    assert slow.done() and slow.exception() is None
+    slow.add_done_callback(lambda job: seen.append(("after", job.result())))  # runs at once, here
+    assert sorted(seen) == [("after", True), ("before", True)] + [("waiter", True)] * 3
+    failed = alloc.submit(lambda: 1 / 0)
+    assert isinstance(failed.exception(timeout=10), ZeroDivisionError)
+    alloc.shutdown(wait=True)
+
+
+def test_a_failing_call_nobody_waits_on_is_logged_and_the_thread_goes_on(caplog):
+    alloc = FileAllocator("test-alloc")
+    alloc.call_first(lambda: 1 / 0)
+    assert alloc.submit(lambda: "after").result(timeout=10) == "after"
+    assert "ZeroDivisionError" in caplog.text
+    alloc.shutdown(wait=True)
+
+
+def test_callbacks_added_while_jobs_finish_run_exactly_once():
+    """The reactor adds callbacks without a lock, racing the file thread finishing the job."""
+    alloc = FileAllocator("test-alloc")
+    ran: list[int] = []  # list.append is atomic: callbacks may run on either thread
+    jobs = [alloc.submit(int) for _ in range(20000)]
+    for i, job in enumerate(jobs):
+        for _ in range(2):
+            job.add_done_callback(lambda _job, i=i: ran.append(i))
+    for job in jobs:
+        job.result(timeout=10)
+    alloc.shutdown(wait=True)
+    assert sorted(ran) == [i for i in range(20000) for _ in range(2)]
