@@ -47,10 +47,15 @@ def table_capacity(size: int, initial: int = 16) -> int:
     return capacity
 
 
+def _spread_hash(key: object) -> int:
+    """HashMap.hash(): the key's hash with its high half folded in, before the bucket mask."""
+    h = java_hash(key) & _MASK32
+    return h ^ (h >> 16)
+
+
 @lru_cache(maxsize=4096)
 def _bucket_key(key: object, mask: int) -> int:
-    h = java_hash(key) & _MASK32
-    return (h ^ (h >> 16)) & mask
+    return _spread_hash(key) & mask
 
 
 def java_order(keys: Sequence[Any], capacity: int | None = None) -> list[Any]:
@@ -106,8 +111,7 @@ class RenderedHashMap:
         for name, bean in table.items():
             hit = old.get(name)
             if hit is None or hit[0] is not bean:
-                h = java_hash(name) & _MASK32
-                hit = (bean, h ^ (h >> 16), write_string(name) + ":" + dumps(to_json(bean)).decode("utf-8"))
+                hit = (bean, _spread_hash(name), write_string(name) + ":" + dumps(to_json(bean)).decode("utf-8"))
             fresh[name] = hit
         self._entries = fresh
         mask = capacity - 1

@@ -75,13 +75,15 @@ def test_jobs_wait_time_out_and_call_back_like_futures():
         slow.result(timeout=0.05)  # not done: the wait ends, the job goes on
     assert not slow.done() and slow.running()
     seen: list[object] = []
-    slow.add_done_callback(lambda job: seen.append(("before", job.result())))
+    called = threading.Event()
+    slow.add_done_callback(lambda job: (seen.append(("before", job.result())), called.set()))
     waiters = [threading.Thread(target=lambda: seen.append(("waiter", slow.result(timeout=10)))) for _ in range(3)]
     for t in waiters:
         t.start()
     gate.set()
     for t in waiters:
         t.join(10)
+    assert called.wait(10)  # the file thread may still be running it
     assert slow.done() and slow.exception() is None
     slow.add_done_callback(lambda job: seen.append(("after", job.result())))  # runs at once, here
     assert sorted(seen) == [("after", True), ("before", True)] + [("waiter", True)] * 3
