@@ -332,6 +332,23 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / CLK_TCK
 
 
+def wait_seconds(pids: list[int]) -> float:
+    """Time the processes' threads spent runnable but waiting for a core (/proc/PID/task/*/schedstat's
+    run delay), summed: how much a busy machine's scheduler held a server back, whatever it needed."""
+    total = 0
+    for pid in pids:
+        try:
+            tasks = list(Path(f"/proc/{pid}/task").iterdir())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        for task in tasks:
+            try:
+                total += int((task / "schedstat").read_text().split()[1])
+            except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+                pass
+    return total / 1e9
+
+
 class RssPeak(threading.Thread):
     """Peak of the summed RssAnon of some processes, sampled every 0.1 s."""
 
@@ -463,7 +480,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         background = start_busy(busy, tmp)
         if background:
             time.sleep(2.0)  # the background at its steady level before the clock starts
-        cpu0 = cpu_seconds(server.pids())
+        cpu0, wait0 = cpu_seconds(server.pids()), wait_seconds(server.pids())
         busy0 = machine_busy()
         out = tmp / "producer.out"
         producer_t0 = time.monotonic()
@@ -483,7 +500,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         busy1 = machine_busy()
         stop(producer)
         time.sleep(0.5)  # the last answers reach the store
-        cpu1 = cpu_seconds(server.pids())
+        cpu1, wait1 = cpu_seconds(server.pids()), wait_seconds(server.pids())
         send_wall += 0.5
         backlog = sum(max_offsets(c) for c in conns)
         sends = [tuple(map(float, m.groups())) for m in SEND_RE.finditer(out.read_text(errors="replace"))]
@@ -524,6 +541,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
             "rss_mb": sampler.peak_kb / 1024, "cpu_us_per_msg": (cpu1 - cpu0) / max(backlog, 1) * 1e6,
             "server_core_pct": 100.0 * (cpu1 - cpu0) / max(send_wall, 1e-3),
             "msgs_per_core_s": backlog / max(cpu1 - cpu0, 1e-6),
+            "server_wait_pct": 100.0 * (wait1 - wait0) / max(send_wall, 1e-3),
             "consume_cpu_us_per_msg": (cpu2 - cpu1) / max(drained, 1) * 1e6,
             "consume_s": time.monotonic() - began,
             "consumer_cpu_us_per_msg": consumer_cpu / max(drained, 1) * 1e6,
@@ -559,6 +577,8 @@ METRICS = [  # key, label, format
     ("start_s", "start to listening + route served, s", "{:.2f}"),
     ("cpu_us_per_msg", "server CPU per sent message, µs", "{:.0f}"),
     ("server_core_pct", "server CPU during the sends, % of one core (all its processes and threads)", "{:.0f}"),
+    ("server_wait_pct", "server threads runnable but waiting for a core during the sends, % of the wall time (summed over threads)",
+     "{:.0f}"),
     ("msgs_per_core_s", "sends per second of server CPU: TPS one core would carry, projecting N cores", "{:,.0f}"),
     ("consume_cpu_us_per_msg", "server CPU per consumed message, µs", "{:.1f}"),
     ("client_cpu_us_per_msg", "Apache Producer's own CPU per sent message (same JVM both sides), µs", "{:.0f}"),

@@ -101,3 +101,23 @@ class BusyTest(unittest.TestCase):
                         vs_java.stop(proc, grace=2.0)
                 self.assertTrue(all(p.poll() is not None for p in procs))
         self.assertEqual(vs_java.start_busy("quiet", Path(".")), [])
+
+    def test_waiting_for_a_core_is_counted(self) -> None:
+        """More spinning processes than cores: each spends part of its time runnable but not running,
+        and the run delay summed over their threads says so (an ended process adds nothing)."""
+        import os
+
+        with tempfile.TemporaryDirectory() as tmp:
+            procs = vs_java.start_busy(f"spin{2 * (os.cpu_count() or 1) + 1}", Path(tmp))
+            try:
+                pids = [p.pid for p in procs]
+                before = vs_java.wait_seconds(pids)
+                deadline = time.monotonic() + 30
+                while vs_java.wait_seconds(pids) - before < 0.5 and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                self.assertGreaterEqual(vs_java.wait_seconds(pids) - before, 0.5)
+            finally:
+                for proc in procs:
+                    vs_java.stop(proc, grace=2.0)
+            self.assertEqual(vs_java.wait_seconds(pids), 0.0)
+
