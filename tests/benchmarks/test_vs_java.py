@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import os
 import tempfile
 import time
 import sys
@@ -105,8 +106,6 @@ class BusyTest(unittest.TestCase):
     def test_waiting_for_a_core_is_counted(self) -> None:
         """More spinning processes than cores: each spends part of its time runnable but not running,
         and the run delay summed over their threads says so (an ended process adds nothing)."""
-        import os
-
         with tempfile.TemporaryDirectory() as tmp:
             procs = vs_java.start_busy(f"spin{2 * (os.cpu_count() or 1) + 1}", Path(tmp))
             try:
@@ -120,4 +119,3 @@ class BusyTest(unittest.TestCase):
                 for proc in procs:
                     vs_java.stop(proc, grace=2.0)
             self.assertEqual(vs_java.wait_seconds(pids), 0.0)
-
