@@ -54,7 +54,8 @@ class CommitLog:
     def __init__(self, config: StoreConfig, allocator: Executor | None) -> None:
         self.config = config
         self.file_size = config.mapped_file_size_commit_log
-        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, allocator, config.warm_maped_file_enable)
+        self.queue = MappedFileQueue(config.commit_log_dir, self.file_size, allocator, config.warm_maped_file_enable,
+                                     tail_readahead=not config.sync_flush)
         self.topic_queue_table: dict[tuple[str, int], int] = {}
         self.max_message_size = config.max_message_size  # of a body; a record may be 64 KiB longer
         self.max_record_size = max_record_size(config.max_message_size)

@@ -265,17 +265,25 @@ class MappedFileQueue:
     """The files of one directory in offset order; the next file can be made ahead in a thread."""
 
     # slots: a broker keeps one per consume queue, tens of thousands (docs/many-queues.md)
-    __slots__ = ("directory", "file_size", "allocator", "preallocate", "keep_fds", "readahead", "files", "_next",
-                 "flushed_where")
+    __slots__ = ("directory", "file_size", "allocator", "preallocate", "keep_fds", "readahead", "tail_readahead",
+                 "files", "_next", "flushed_where")
 
     def __init__(self, directory: str, file_size: int, allocator: Executor | None = None,
-                 preallocate: bool = False, keep_fds: bool = True, readahead: bool = True) -> None:
+                 preallocate: bool = False, keep_fds: bool = True, readahead: bool = True,
+                 tail_readahead: bool = True) -> None:
         self.directory = directory
         self.file_size = file_size
         self.allocator = allocator
         self.preallocate = preallocate
         self.keep_fds = keep_fds  # False: files keep only their mapping (see MappedFile.sync)
         self.readahead = readahead  # False: faults bring in one page (see _map)
+        #: False: the file being written (the last) is mapped without readahead whatever ``readahead``
+        #: says, and gets ``readahead``'s advice once the next file takes over. For a commit log synced
+        #: after every few writes (SYNC_FLUSH): each sync write-protects the file's pages, and the next
+        #: write into a page costs a fault whose work grows with the page cache folio holding it.
+        #: Readahead is what builds large folios (up to 2 MiB, then also split from a huge mapping);
+        #: without it the kernel keeps 4 KiB ones.
+        self.tail_readahead = tail_readahead
         self.files: list[MappedFile] = []
         self._next: tuple[int, Future] | None = None
         self.flushed_where = 0
@@ -289,22 +297,32 @@ class MappedFileQueue:
         for name in listed:
             if name.startswith(".") and name.endswith(TMP_SUFFIX):  # half made when a crash came
                 os.unlink(os.path.join(self.directory, name))
-        for name in sorted(n for n in listed if _NAME.match(n)):
+        names = sorted(n for n in listed if _NAME.match(n))
+        for i, name in enumerate(names):
             path = os.path.join(self.directory, name)
-            mf = (MappedFile.open(path, self.file_size, int(name), self.keep_fds, self.readahead) if mapped
+            ahead = self.readahead if i < len(names) - 1 else self._tail_advice()
+            mf = (MappedFile.open(path, self.file_size, int(name), self.keep_fds, ahead) if mapped
                   else MappedFile.unmapped(path, self.file_size, int(name)))
             mf.wrote = self.file_size
             self.files.append(mf)
         self.flushed_where = self.max_offset
 
+    def _tail_advice(self) -> bool:
+        """Readahead for the file being written (see ``tail_readahead``)."""
+        return self.readahead and self.tail_readahead
+
+    def _advise(self, mf: MappedFile, readahead: bool) -> None:
+        if mf.mm is not None and not mf.closed:
+            mf.mm.madvise(mmap.MADV_NORMAL if readahead else mmap.MADV_RANDOM)
+
     def set_readahead(self, enabled: bool) -> None:
         """Switch the kernel's readahead for every mapped file and the files mapped from now on
         (5.x's SET_COMMITLOG_READ_MODE): madvise only changes the mapping's advice, nothing is read."""
         self.readahead = enabled
-        advice = mmap.MADV_NORMAL if enabled else mmap.MADV_RANDOM
-        for mf in list(self.files):
+        files = list(self.files)
+        for i, mf in enumerate(files):
             try:
-                mf.mm.madvise(advice)
+                self._advise(mf, enabled if i < len(files) - 1 else self._tail_advice())
             except ValueError:
                 pass  # unmapped meanwhile (expired and deleted)
 
@@ -351,10 +369,13 @@ class MappedFileQueue:
         if mf is None:
             path = os.path.join(self.directory, file_name(offset))
             if self.allocator is None:
-                mf = MappedFile.create(path, self.file_size, offset, self.preallocate, self.keep_fds, self.readahead)
+                mf = MappedFile.create(path, self.file_size, offset, self.preallocate, self.keep_fds,
+                                       self._tail_advice())
             else:  # queued behind any retire() of this directory: an old file of the same name goes first
                 mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate,
-                                           self.keep_fds, self.readahead).result()
+                                           self.keep_fds, self._tail_advice()).result()
+        if last is not None and not self.tail_readahead and self.readahead:
+            self._advise(last, True)  # written: read as the other files are
         self.files.append(mf)
         return mf
 
@@ -370,7 +391,7 @@ class MappedFileQueue:
             return
         path = os.path.join(self.directory, file_name(offset))
         self._next = (offset, self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate,
-                                                    self.keep_fds, self.readahead))
+                                                    self.keep_fds, self._tail_advice()))
 
     @property
     def next_pending(self) -> bool:
@@ -416,6 +437,8 @@ class MappedFileQueue:
                 keep.append(mf)
             else:
                 mf.destroy()
+        if keep and len(keep) < len(self.files) and not self._tail_advice():
+            self._advise(keep[-1], False)  # the cut file is written next
         self.files = keep
         self.flushed_where = min(self.flushed_where, offset)
 
