@@ -87,7 +87,8 @@ class TailReadaheadTest(unittest.TestCase):
         self.assertFalse(random_reads(second.mm))
         self.assertTrue(random_reads(third.mm))
 
-    def test_a_loaded_directory_maps_its_last_file_without_readahead(self) -> None:
+    def reloaded(self) -> MappedFileQueue:
+        """Three full files written, then the directory loaded again as at a restart."""
         q = self.queue(tail_readahead=False)
         for _ in range(3):
             q.last_for_write(0)
@@ -96,16 +97,14 @@ class TailReadaheadTest(unittest.TestCase):
         again = self.queue(tail_readahead=False)
         again.load()
         self.assertEqual(len(again.files), 3)
+        return again
+
+    def test_a_loaded_directory_maps_its_last_file_without_readahead(self) -> None:
+        again = self.reloaded()
         self.assertEqual([random_reads(mf.mm) for mf in again.files], [False, False, True])
 
     def test_a_cut_tail_is_written_without_readahead(self) -> None:
-        q = self.queue(tail_readahead=False)
-        for _ in range(3):
-            q.last_for_write(0)
-            fill(q)
-        q.close()
-        again = self.queue(tail_readahead=False)
-        again.load()
+        again = self.reloaded()
         again.truncate_dirty(SIZE + 100)  # recovery found the end inside the second file
         self.assertEqual(len(again.files), 2)
         self.assertEqual([random_reads(mf.mm) for mf in again.files], [False, True])
