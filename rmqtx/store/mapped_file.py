@@ -312,12 +312,14 @@ class MappedFileQueue:
         return self.readahead and self.tail_readahead
 
     def _advise(self, mf: MappedFile, readahead: bool) -> None:
+        """Give a mapped file the kernel advice for ``readahead`` (a closed or unmapped one is left)."""
         if mf.mm is not None and not mf.closed:
             mf.mm.madvise(mmap.MADV_NORMAL if readahead else mmap.MADV_RANDOM)
 
     def set_readahead(self, enabled: bool) -> None:
         """Switch the kernel's readahead for every mapped file and the files mapped from now on
-        (5.x's SET_COMMITLOG_READ_MODE): madvise only changes the mapping's advice, nothing is read."""
+        (5.x's SET_COMMITLOG_READ_MODE): madvise only changes the mapping's advice, nothing is read.
+        Without ``tail_readahead`` the file being written keeps none."""
         self.readahead = enabled
         files = list(self.files)
         for i, mf in enumerate(files):
