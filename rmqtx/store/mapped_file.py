@@ -376,8 +376,8 @@ class MappedFileQueue:
             else:  # queued behind any retire() of this directory: an old file of the same name goes first
                 mf = self.allocator.submit(MappedFile.create, path, self.file_size, offset, self.preallocate,
                                            self.keep_fds, self._tail_advice()).result()
-        if last is not None and not self.tail_readahead and self.readahead:
-            self._advise(last, True)  # written: read as the other files are
+        if last is not None and self._tail_advice() != self.readahead:
+            self._advise(last, self.readahead)  # written: read as the other files are
         self.files.append(mf)
         return mf
 
@@ -439,8 +439,8 @@ class MappedFileQueue:
                 keep.append(mf)
             else:
                 mf.destroy()
-        if keep and len(keep) < len(self.files) and not self._tail_advice():
-            self._advise(keep[-1], False)  # the cut file is written next
+        if keep and len(keep) < len(self.files) and self._tail_advice() != self.readahead:
+            self._advise(keep[-1], self._tail_advice())  # the cut file is written next
         self.files = keep
         self.flushed_where = min(self.flushed_where, offset)
 
