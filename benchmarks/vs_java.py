@@ -10,6 +10,11 @@ alike (``spinN``: N spinning processes; ``jvmN``: a JVM of N threads churning it
 while the Producer ran and the sends one second of server CPU carries, from which a many-core host
 can be projected (rmqtx's one broker process is bounded by one core; ``--rmqtx-brokers N`` by N).
 
+``--cgroups`` (root; cgroup v1 or v2 with the cpu controller) puts the servers, the background and
+Apache's clients in three CPU control groups of equal weight, as a service manager puts each service
+in its own: the kernel then shares the cores among the three parts rather than among their threads
+(where a Java broker's dozens of threads outweigh rmqtx's one reactor thread).
+
 ``--rmqtx-brokers N`` runs rmqtx as ``rmqstandalone --brokers N`` (the topic gets its queues on every
 group, the server CPU figures add the groups' processes) against one Java broker.
 Prints one Markdown table of rmqtx/Java ratios measured in the same minutes on the same machine
@@ -106,10 +111,65 @@ KEEP = False  # --keep: leave each run's temp dir (logs, store) for a look
 
 BROKER_HEAP = "2g"  # --broker-heap
 RMQTX_BROKERS = 1  # --rmqtx-brokers: rmqstandalone --brokers N (docs/running.md)
+CPU_GROUPS: CpuGroups | None = None  # --cgroups
 
 
 def _on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
+
+
+
+# ---------------------------------------------------------------- --cgroups: one CPU control group per part of a run
+
+class CpuGroups:
+    """Three CPU control groups of equal weight: the servers, the background and Apache's clients.
+
+    Linux shares a core among the runnable threads of one group, and among groups by their weights;
+    on a host each service runs in a group of its own (systemd), so this is how a broker meets its
+    neighbours there. The groups are made under the cpu hierarchy's root and removed at the end.
+    """
+
+    ROLES = ("server", "background", "clients")
+
+    def __init__(self, root: Path, v2: bool) -> None:
+        self.root, self.v2 = root, v2
+        self.dirs = {role: root / f"rmqtx-vsjava-{os.getpid()}-{role}" for role in self.ROLES}
+
+    @classmethod
+    def find(cls, base: Path = Path("/sys/fs/cgroup")) -> CpuGroups:
+        """The writable cpu hierarchy (v2 with ``cpu`` among its controllers, else v1's ``cpu``); RuntimeError if none."""
+        controllers = base / "cgroup.controllers"
+        if controllers.exists() and "cpu" in controllers.read_text().split():
+            found = cls(base, v2=True)
+        elif (base / "cpu" / "cgroup.procs").exists():
+            found = cls(base / "cpu", v2=False)
+        else:
+            raise RuntimeError(f"--cgroups: no cpu controller under {base}")
+        if not os.access(found.root, os.W_OK):
+            raise RuntimeError(f"--cgroups: {found.root} is not writable (run as root)")
+        return found
+
+    def create(self) -> None:
+        if self.v2:
+            (self.root / "cgroup.subtree_control").write_text("+cpu")
+        for path in self.dirs.values():
+            path.mkdir(exist_ok=True)
+
+    def wrap(self, role: str, cmd: list[str]) -> list[str]:
+        """``cmd`` started inside ``role``'s group: the shell joins it, then becomes the command (same pid)."""
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.dirs[role] / "cgroup.procs"), *cmd]
+
+    def remove(self) -> None:
+        for path in self.dirs.values():
+            try:
+                path.rmdir()
+            except OSError:
+                pass  # gone already, or a process left in it (stop_all has killed them)
+
+
+def in_group(role: str, cmd: list[str]) -> list[str]:
+    """``cmd`` in ``role``'s CPU group under ``--cgroups``, else as it is."""
+    return CPU_GROUPS.wrap(role, cmd) if CPU_GROUPS is not None else cmd
 
 
 # ---------------------------------------------------------------- talking to either server
@@ -227,14 +287,16 @@ def start_java(cps: dict[str, str], flush: str, tmp: Path) -> Server:
     conf["haListenPort"] = str(ha_port)
     br_conf = write_props(tmp / "broker.conf", conf)
     t0 = time.monotonic()
-    server.procs.append(spawn([java_bin(), *NAMESRV_OPTS, f"-Xlog:gc*:file={logs / 'namesrv_gc.log'}:time,tags",
-                               *common, "-cp", cps["namesrv"], "org.apache.rocketmq.namesrv.NamesrvStartup",
-                               "-c", str(ns_conf)], logs / "namesrv.out", env=env))
+    server.procs.append(spawn(in_group("server", [
+        java_bin(), *NAMESRV_OPTS, f"-Xlog:gc*:file={logs / 'namesrv_gc.log'}:time,tags",
+        *common, "-cp", cps["namesrv"], "org.apache.rocketmq.namesrv.NamesrvStartup", "-c", str(ns_conf)]),
+        logs / "namesrv.out", env=env))
     wait_until(lambda: accepts(server.namesrv), 60, "java namesrv start", server.procs)
     heap = [f"-Xms{BROKER_HEAP}", f"-Xmx{BROKER_HEAP}"]
-    server.procs.append(spawn([java_bin(), *heap, *BROKER_OPTS, f"-Xlog:gc*:file={logs / 'broker_gc.log'}:time,tags",
-                               *common, "-cp", cps["broker"], "org.apache.rocketmq.broker.BrokerStartup",
-                               "-c", str(br_conf)], logs / "broker.out", env=env))
+    server.procs.append(spawn(in_group("server", [
+        java_bin(), *heap, *BROKER_OPTS, f"-Xlog:gc*:file={logs / 'broker_gc.log'}:time,tags",
+        *common, "-cp", cps["broker"], "org.apache.rocketmq.broker.BrokerStartup", "-c", str(br_conf)]),
+        logs / "broker.out", env=env))
     server.wait_ready(t0)
     return server
 
@@ -279,7 +341,7 @@ def start_rmqtx(flush: str, tmp: Path, extra_conf: dict[str, str] | None = None)
            "--namesrv-port", str(ns_port), "--port", str(br_port), "--store", str(tmp / "store"),
            "--brokers", str(RMQTX_BROKERS)]
     t0 = time.monotonic()
-    server.procs.append(spawn(cmd, tmp / "rmqtx.out", cwd=REPO))
+    server.procs.append(spawn(in_group("server", cmd), tmp / "rmqtx.out", cwd=REPO))
     server.wait_ready(t0)
     server.groups = [f"127.0.0.1:{br_port + 10 * k}" for k in range(RMQTX_BROKERS)]
     if RMQTX_BROKERS > 1:
@@ -450,7 +512,7 @@ def busy_cmds(kind: str) -> list[list[str]]:
 def start_busy(kind: str, tmp: Path) -> list[subprocess.Popen]:
     if kind == "quiet":
         return []
-    return [spawn(cmd, tmp / f"busy-{i}.out") for i, cmd in enumerate(busy_cmds(kind))]
+    return [spawn(in_group("background", cmd), tmp / f"busy-{i}.out") for i, cmd in enumerate(busy_cmds(kind))]
 
 
 def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: float, consume_s: float,
@@ -484,8 +546,9 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         busy0 = machine_busy()
         out = tmp / "producer.out"
         producer_t0 = time.monotonic()
-        producer = spawn(client_cmd(cps, tmp, "Producer", ["-Dorg.apache.rocketmq.client.sendSmartMsg=true"],
-                                    ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-s", str(MSG_SIZE)]), out)
+        producer = spawn(in_group("clients", client_cmd(
+            cps, tmp, "Producer", ["-Dorg.apache.rocketmq.client.sendSmartMsg=true"],
+            ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-s", str(MSG_SIZE)])), out)
         # it prints every 10 s of its own run: stop after the send_s/10-th line, however slowly its JVM
         # started on a busy machine (a wall-clock cut would leave a slow start fewer windows)
         wanted, deadline = max(2, int(send_s // 10)), time.monotonic() + send_s + 120
@@ -511,8 +574,8 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         out = tmp / "consumer.out"
         began = time.monotonic()
         busy2 = machine_busy()
-        consumer = spawn(client_cmd(cps, tmp, "Consumer", [],
-                                    ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-g", GROUP]), out)
+        consumer = spawn(in_group("clients", client_cmd(
+            cps, tmp, "Consumer", [], ["-n", server.namesrv, "-t", TOPIC, "-w", str(threads), "-g", GROUP])), out)
         samples: list[tuple[float, int]] = []  # (time, committed offsets summed over the queues)
         deadline = began + consume_s
         while time.monotonic() < deadline and consumer.poll() is None:
@@ -611,7 +674,7 @@ def table(results: list[dict], plan: list[tuple[str, str, int]]) -> str:
 
 
 def main() -> None:
-    global KEEP, BROKER_HEAP, RMQTX_BROKERS
+    global KEEP, BROKER_HEAP, RMQTX_BROKERS, CPU_GROUPS
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="ASYNC_FLUSH, 64 threads, 20 s sends: ~2 min")
     parser.add_argument("--threads", help="producer (and consumer) thread counts, default 8,64")
@@ -627,6 +690,8 @@ def main() -> None:
                         help="rmqtx as rmqstandalone --brokers N (the topic gets its queues on each group)")
     parser.add_argument("--busy", default="", help=BUSY_HELP + "; e.g. spin8,jvm8")
     parser.add_argument("--no-quiet", action="store_true", help="only the --busy cells")
+    parser.add_argument("--cgroups", action="store_true",
+                        help="servers, background and clients each in a CPU control group of equal weight (root)")
     args = parser.parse_args()
     threads = [int(t) for t in (args.threads or ("64" if args.quick else "8,64")).split(",")]
     flushes = (args.flush or ("ASYNC_FLUSH" if args.quick else "ASYNC_FLUSH,SYNC_FLUSH")).split(",")
@@ -649,6 +714,12 @@ def main() -> None:
     backgrounds = ([] if args.no_quiet else ["quiet"]) + busy_cells
     if not backgrounds:
         parser.error("--no-quiet needs --busy")
+    if args.cgroups:
+        try:
+            CPU_GROUPS = CpuGroups.find()
+            CPU_GROUPS.create()
+        except (RuntimeError, OSError) as exc:
+            parser.error(str(exc))
     signal.signal(signal.SIGTERM, _on_sigterm)
     if args.only != "java":
         compile_rmqtx()
@@ -683,6 +754,8 @@ def main() -> None:
                                          for k, v in res.items() if k != "samples"))
     finally:
         stop_all()
+        if CPU_GROUPS is not None:
+            CPU_GROUPS.remove()
     end_load = os.getloadavg()
     print(f"Command: `{cmdline}`  ")
     print(f"Machine: {os.cpu_count()} CPUs ({platform.machine()}), "
@@ -690,7 +763,8 @@ def main() -> None:
           f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, at end {end_load[0]:.2f} {end_load[1]:.2f} {end_load[2]:.2f}; "
           f"{java_version}; Python {platform.python_version()}; {len(results)} runs in {(time.time() - began) / 60:.1f} min, "
           f"{send_s:.0f} s of sends each, 1 KB messages, {QUEUES} queues{f' on each of rmqtx broker groups: {RMQTX_BROKERS}' if RMQTX_BROKERS > 1 else ''}; "
-          f"Java broker heap {BROKER_HEAP}.  ")
+          f"Java broker heap {BROKER_HEAP}"
+          f"{'; servers, background and clients each in a CPU cgroup of equal weight' if CPU_GROUPS else ''}.  ")
     print("Medians over repeats; ≥: Apache's Consumer drained the whole backlog inside one 9-s window.\n")
     print(table(results, plan))
     for failure in failures:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import subprocess
 import tempfile
 import time
 import sys
@@ -119,3 +120,57 @@ class BusyTest(unittest.TestCase):
                 for proc in procs:
                     vs_java.stop(proc, grace=2.0)
             self.assertEqual(vs_java.wait_seconds(pids), 0.0)
+
+
+class CpuGroupsTest(unittest.TestCase):
+    """``--cgroups``: which hierarchy it takes, and that a started command runs inside its group.
+
+    The trees are plain directories laid out as cgroupfs lays them out, so this runs without root;
+    the kernel's side (a pid written to ``cgroup.procs`` moves that process) is the kernel's.
+    """
+
+    def test_v2_when_the_unified_root_lists_cpu(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp)
+            (base / "cgroup.controllers").write_text("cpuset cpu io memory pids\n")
+            groups = vs_java.CpuGroups.find(base)
+            self.assertEqual((groups.root, groups.v2), (base, True))
+            groups.create()
+            self.assertEqual((base / "cgroup.subtree_control").read_text(), "+cpu")
+            self.assertTrue(all(path.is_dir() and path.parent == base for path in groups.dirs.values()))
+
+    def test_v1_cpu_hierarchy_otherwise(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp)
+            (base / "cgroup.controllers").write_text("memory pids\n")  # a unified root without cpu
+            (base / "cpu").mkdir()
+            (base / "cpu" / "cgroup.procs").write_text("")
+            groups = vs_java.CpuGroups.find(base)
+            self.assertEqual((groups.root, groups.v2), (base / "cpu", False))
+            groups.create()
+            self.assertFalse((base / "cpu" / "cgroup.subtree_control").exists())
+            self.assertEqual(sorted(p.name.rsplit("-", 1)[1] for p in (base / "cpu").iterdir() if p.is_dir()),
+                             ["background", "clients", "server"])
+            groups.remove()
+            self.assertFalse(any(p.is_dir() for p in (base / "cpu").iterdir()))
+
+    def test_no_cpu_controller_is_refused(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "cgroup.controllers").write_text("memory pids\n")
+            with self.assertRaisesRegex(RuntimeError, "^--cgroups: no cpu controller under "):
+                vs_java.CpuGroups.find(Path(tmp))
+
+    def test_a_command_writes_its_own_pid_to_its_group_then_runs(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            base = Path(tmp)
+            (base / "cpu").mkdir()
+            (base / "cpu" / "cgroup.procs").write_text("")
+            groups = vs_java.CpuGroups.find(base)
+            groups.create()
+            proc = subprocess.Popen(groups.wrap("clients", [sys.executable, "-c", "import os; print(os.getpid())"]),
+                                    stdout=subprocess.PIPE, text=True)
+            out, _ = proc.communicate(timeout=30)
+            self.assertEqual(proc.returncode, 0)
+            self.assertEqual(int(out), proc.pid)  # the shell became the command: the pid the benchmark watches
+            self.assertEqual((groups.dirs["clients"] / "cgroup.procs").read_text().strip(), str(proc.pid))
+            self.assertFalse((groups.dirs["server"] / "cgroup.procs").exists())
