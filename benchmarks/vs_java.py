@@ -118,7 +118,6 @@ def _on_sigterm(signum, frame) -> None:
     raise SystemExit(128 + signum)
 
 
-
 # ---------------------------------------------------------------- --cgroups: one CPU control group per part of a run
 
 class CpuGroups:
