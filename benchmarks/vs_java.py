@@ -716,8 +716,7 @@ def main() -> None:
     if args.cgroups:
         try:
             CPU_GROUPS = CpuGroups.find()
-            CPU_GROUPS.create()
-        except (RuntimeError, OSError) as exc:
+        except RuntimeError as exc:
             parser.error(str(exc))
     signal.signal(signal.SIGTERM, _on_sigterm)
     if args.only != "java":
@@ -729,6 +728,8 @@ def main() -> None:
     failures: list[str] = []
     plan = [(b, f, t) for b in backgrounds for f in flushes for t in threads]
     try:
+        if CPU_GROUPS is not None:
+            CPU_GROUPS.create()  # inside the try: the finally below removes them whatever fails
         cps = java_classpaths()
         java_version = subprocess.run([java_bin(), "-version"], capture_output=True, text=True).stderr.splitlines()[0]
         for rep in range(args.repeat):
