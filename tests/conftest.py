@@ -10,12 +10,14 @@ import os
 
 import pytest
 
-#: The fewest tests each tox environment may run in a strict run, about 95% of what it collects (pytest 513,
-#: trial 580, pure 163 when last raised): a run under its floor ran only part of the suite.
+#: The fewest tests each tox environment may run in a strict run, about 95% of what it collects (pytest 558,
+#: trial 77 when last raised; pure 194): a run under its floor ran only part of the suite.
 #: tests/test_floors.py collects each environment's suite and fails when a floor no longer follows it.
-FLOORS = {"pytest": 514, "trial": 583, "pure": 174}
-#: Paths a tox env may leave out with --ignore, each with why (the run must still reach its floor).
-ALLOWED_IGNORES = {
+FLOORS = {"pytest": 530, "trial": 73, "pure": 174}
+#: The trial env's share of the suite, each with why it is there: suites that start JVMs, clusters or
+#: browsers. tox runs each test once: the pytest env leaves these to trial (``--leave-to-trial``) and the
+#: trial env runs only these (``python -m tests.trial_strict --trial-share``).
+TRIAL_SHARE = {
     "tests/interop": "the client matrix takes minutes: tox runs it once, in the trial env",
     "tests/container": "packaging (rmqtx's own image, an editable install into a fresh venv) installs from PyPI "
                        "and takes a minute: once, in the trial env",
@@ -64,6 +66,23 @@ def floor(runner: str) -> int:
     return FLOORS[subset]
 
 
+def trial_share_modules() -> list[str]:
+    """TRIAL_SHARE as the dotted names trial takes."""
+    return [path.removesuffix(".py").replace("/", ".") for path in TRIAL_SHARE]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--leave-to-trial", action="store_true",
+                     help="collect nothing under TRIAL_SHARE (tox's trial env runs those)")
+
+
+def pytest_ignore_collect(collection_path: "os.PathLike[str]", config: pytest.Config) -> bool | None:
+    if not config.getoption("leave_to_trial"):
+        return None
+    rel = os.path.relpath(os.fspath(collection_path), config.rootpath)
+    return True if rel in TRIAL_SHARE else None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not strict():
         return
@@ -75,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "--sw": config.getoption("stepwise", None),
         "--collect-only": config.getoption("collectonly", None),
         "--deselect": config.getoption("deselect", None),
-        "--ignore": [p for p in config.getoption("ignore", None) or [] if p.rstrip("/") not in ALLOWED_IGNORES],
+        "--ignore": [p for p in config.getoption("ignore", None) or [] if p.rstrip("/") not in TRIAL_SHARE],
         "--ignore-glob": config.getoption("ignore_glob", None),
     }
     used = [name for name, value in narrowing.items() if value]

@@ -13,6 +13,7 @@ import sys
 import unittest
 
 from tests.conftest import FLOORS
+from tests.trial_strict import expand
 from testkit.standalone import REPO
 
 
@@ -33,9 +34,9 @@ def collected(env: str) -> int:
     if command[1:3] == ["-m", "pytest"]:
         command.append("--collect-only")
         pattern = r"^(\d+) tests? collected"
-    else:  # python -m tests.trial_strict ... tests: trial's dry run reports every test it would run
+    else:  # python -m tests.trial_strict ... --trial-share: trial's dry run reports every test it would run
         assert command[1:3] == ["-m", "tests.trial_strict"], command
-        command = [sys.executable, "-m", "twisted.trial", "--dry-run", command[-1]]
+        command = [sys.executable, "-m", "twisted.trial", "--dry-run", *expand(command[-1:])]
         pattern = r"^Ran (\d+) tests? in"
     env_vars = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "RMQTX_SUBSET")}
     env_vars["RMQTX_STRICT"] = "0"

@@ -1,6 +1,7 @@
 """Run twisted.trial; in a strict run (CI) also fail when it ran too few tests or skipped any (see tests/conftest.py).
 
-Usage: ``python -m tests.trial_strict [trial options] tests``
+Usage: ``python -m tests.trial_strict [trial options] tests``; the word ``--trial-share`` stands for the
+modules of tests/conftest.py's TRIAL_SHARE (tox's trial env: the part of the suite the pytest env leaves).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import re
 import subprocess
 import sys
 
-from tests.conftest import ALLOWED_SKIPS, floor, strict
+from tests.conftest import ALLOWED_SKIPS, floor, strict, trial_share_modules
 
 
 def check(output: str) -> list[str]:
@@ -30,8 +31,16 @@ def check(output: str) -> list[str]:
     return problems
 
 
+def expand(argv: list[str]) -> list[str]:
+    """trial's arguments, ``--trial-share`` replaced by the modules it names."""
+    out: list[str] = []
+    for arg in argv:
+        out.extend(trial_share_modules() if arg == "--trial-share" else [arg])
+    return out
+
+
 def main(argv: list[str]) -> int:
-    proc = subprocess.run([sys.executable, "-m", "twisted.trial", *argv], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.run([sys.executable, "-m", "twisted.trial", *expand(argv)], stdout=subprocess.PIPE, text=True)
     sys.stdout.write(proc.stdout)
     if proc.returncode != 0 or not strict():
         return proc.returncode
