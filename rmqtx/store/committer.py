@@ -3,12 +3,12 @@
 The reactor sets the offset to reach once per turn (:meth:`~PyCommitter.written`); the thread syncs
 every file holding bytes past what it synced last, then signals the reactor through a descriptor it
 watches (:class:`Wakeup`), and the reactor reads the result (:meth:`~PyCommitter.synced`). Nothing
-is handed from thread to reactor but that signal: ``reactor.callFromThread`` would make the thread
-take the GIL for every sync, and its wakeup costs the reactor more than a readable eventfd.
+is handed from thread to reactor but that signal, so the thread needs no Python object of the reactor's.
 
-``rmqtx._accel.Committer`` is the same thread in C, which never takes the GIL at all (a Python
-thread needs the GIL again after every fdatasync, and waits for the reactor to let it go);
-:data:`Committer` is that one when the accelerator is loaded, else :class:`PyCommitter`.
+``rmqtx._accel.Committer`` is the same thread in C, which never takes the GIL at all: a Python thread
+needs the GIL again after every fdatasync, and waits for the reactor to let it go. A prototype of the
+C one gave about 30% more sends/s at SYNC_FLUSH with 8 producer threads (docs/benchmarks.md).
+:data:`Committer` is the C one when the accelerator is loaded, else :class:`PyCommitter`.
 """
 from __future__ import annotations
 
