@@ -22,6 +22,8 @@ from .mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
 _PAGE = 4096
+#: (offset, store time) pairs kept for the checkpoint's physic time while syncs lag (one per reactor turn)
+_MAX_MARKS = 256
 
 
 def _sync_all(files: list[MappedFile]) -> None:
@@ -200,7 +202,10 @@ class FlushService:
         target = q.max_offset
         marks = self._marks
         if not marks or target > marks[-1][0]:
-            marks.append((target, cl.last_store_timestamp))
+            if len(marks) < _MAX_MARKS:
+                marks.append((target, cl.last_store_timestamp))
+            else:  # a disk that fails or hangs for long: the time then moves on later, never early
+                marks[-1] = (target, cl.last_store_timestamp)
         committer.written(target)
 
     @staticmethod

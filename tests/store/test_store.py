@@ -530,6 +530,25 @@ class _GroupCommit:
         self.assertGreaterEqual(q.flushed_where, after.wrote_offset + after.wrote_bytes)
 
     @defer.inlineCallbacks
+    def test_store_time_while_syncs_lag(self):
+        """While a sync hangs, each reactor turn's puts leave an (offset, store time) mark, a bounded number;
+        once synced, the flushed store time (the checkpoint's physic time) is the last record's."""
+        flush = self.store.flush
+        committer = flush.committer
+        committer.hold()
+        puts = []
+        for i in range(300):  # one put per reactor turn
+            puts.append(self.store.put_message(msg("S", 0, b"%d" % i)))
+            yield task.deferLater(reactor, 0, lambda: None)
+        yield defer.ensureDeferred(wait_until(committer.held, timeout=10, step=0.005))
+        self.assertLessEqual(len(flush._marks), 256)
+        committer.release()
+        results = yield defer.gatherResults(puts)
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.assertEqual(flush.flushed_store_ts, self.store.commitlog.last_store_timestamp)
+        self.assertEqual(len(flush._marks), 0)
+
+    @defer.inlineCallbacks
     def test_truncation_rebases_the_committer(self):
         """A replica's truncation cuts the log while a sync past the cut is in flight: that sync reports
         nothing, its put is answered at once, the deleted file's descriptor goes, and the file made
