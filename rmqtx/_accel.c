@@ -1,4 +1,4 @@
-/* Optional compiled versions of rmqtx's per-message byte work.
+/* Optional compiled versions of rmqtx's per-message byte work, and the GIL-free group commit thread.
  *
  * Each function has a pure-Python twin (rmqtx/accel.py says which) with the same signature and
  * results; the Python code stays the reference and the tests compare the two. Built by
@@ -9,6 +9,12 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 
 static PyObject *frame_error = NULL; /* rmqtx.remoting.serializer.FrameError, set by configure() */
 static PyObject *crc32_fn = NULL;    /* zlib.crc32 */
@@ -954,6 +960,296 @@ done:
     return result;
 }
 
+/* ---- Committer: the SYNC_FLUSH group commit thread, never taking the GIL ----------------------
+ *
+ * Twin of rmqtx.store.committer.PyCommitter (read its docstrings for the why). One pthread syncs
+ * the commit log's files (dup'ed descriptors) up to the target the reactor sets with written(), and
+ * signals each synced offset by writing 1 to an eventfd (or pipe) the reactor reads. State shared
+ * with the thread lives under `mu`; only the thread closes descriptors while it runs (so a sync in
+ * flight never sees its descriptor closed), then stop() or dealloc after the join.
+ */
+
+#define RETRY_NS 100000000L /* a failed sync is tried again after 100 ms */
+
+typedef struct { int fd; long long end; unsigned long long gen; } cfile;
+
+typedef struct {
+    PyObject_HEAD
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int efd;         /* set before the thread starts, never changed */
+    int mu_ready, cv_ready;
+    int started;     /* the thread runs and nobody joins it yet: read and written with the GIL only */
+    int joined;      /* the thread has ended: its descriptors are ours (GIL only) */
+    /* under mu */
+    int running, hold, parked, err;
+    long long target, synced, syncs;
+    unsigned long long gen;
+    cfile *files;
+    Py_ssize_t nfiles, cap;
+    int *batch;      /* the thread's own: descriptors of one sync round */
+    Py_ssize_t batch_cap;
+} Committer;
+
+static void committer_signal(int efd) {
+    uint64_t one = 1;
+    /* EAGAIN: the counter (or pipe) is full and the reactor reads it anyway */
+    while (write(efd, &one, sizeof one) < 0 && errno == EINTR) {}
+}
+
+/* Close the files a rebase forgot and the wholly synced ones (never the last); with mu, by the thread. */
+static void committer_prune(Committer *c) {
+    Py_ssize_t k = 0;
+    for (Py_ssize_t i = 0; i < c->nfiles; i++) {
+        cfile f = c->files[i];
+        if (f.gen != c->gen || (f.end <= c->synced && i < c->nfiles - 1)) {
+            close(f.fd);
+            continue;
+        }
+        c->files[k++] = f;
+    }
+    c->nfiles = k;
+}
+
+static void *committer_main(void *arg) {
+    Committer *c = (Committer *)arg;
+    pthread_mutex_lock(&c->mu);
+    while (c->running) {
+        committer_prune(c);
+        if (c->target <= c->synced) {
+            pthread_cond_wait(&c->cv, &c->mu);
+            continue;
+        }
+        long long t = c->target;
+        unsigned long long g = c->gen;
+        int err = 0;
+        Py_ssize_t n = 0;
+        if (c->batch_cap < c->nfiles) {
+            int *grown = realloc(c->batch, (size_t)c->nfiles * sizeof(int));
+            if (grown) { c->batch = grown; c->batch_cap = c->nfiles; } else err = ENOMEM;
+        }
+        if (!err)
+            for (Py_ssize_t i = 0; i < c->nfiles; i++)
+                if (c->files[i].end > c->synced) c->batch[n++] = c->files[i].fd;
+        while (c->hold && c->running) { /* test control: a disk that hangs with this sync started */
+            c->parked = 1;
+            pthread_cond_wait(&c->cv, &c->mu);
+        }
+        c->parked = 0;
+        if (!c->running) break;
+        pthread_mutex_unlock(&c->mu);
+        for (Py_ssize_t i = 0; i < n && !err; i++)
+            while (fdatasync(c->batch[i]) != 0) {
+                if (errno != EINTR) { err = errno; break; }
+            }
+        pthread_mutex_lock(&c->mu);
+        if (!err) c->syncs++;
+        if (c->gen != g) continue; /* rebased meanwhile: t may lie past the cut */
+        int tell = !err || err != c->err; /* a new errno is told once: the reactor logs it */
+        c->err = err;
+        if (!err && t > c->synced) c->synced = t;
+        if (tell) { /* outside mu: a reader behind on a blocking pipe must not stall written() */
+            pthread_mutex_unlock(&c->mu);
+            committer_signal(c->efd);
+            pthread_mutex_lock(&c->mu);
+        }
+        if (!err) continue;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += RETRY_NS;
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+        while (c->running && c->gen == g)
+            if (pthread_cond_timedwait(&c->cv, &c->mu, &until) == ETIMEDOUT) break;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+/* Stop and join the thread (GIL held on entry, released for the join). */
+static void committer_join(Committer *c) {
+    if (!c->started) return;
+    c->started = 0; /* under the GIL: a second stop() returns at once */
+    pthread_mutex_lock(&c->mu);
+    c->running = 0;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(c->thread, NULL);
+    Py_END_ALLOW_THREADS
+    c->joined = 1;
+}
+
+static void committer_close_files(Committer *c) {
+    for (Py_ssize_t i = 0; i < c->nfiles; i++) close(c->files[i].fd);
+    c->nfiles = 0;
+}
+
+static void committer_dealloc(Committer *c) {
+    committer_join(c);
+    committer_close_files(c);
+    free(c->files);
+    free(c->batch);
+    if (c->cv_ready) pthread_cond_destroy(&c->cv);
+    if (c->mu_ready) pthread_mutex_destroy(&c->mu);
+    Py_TYPE(c)->tp_free((PyObject *)c);
+}
+
+static PyObject *committer_error(int rc) {
+    errno = rc;
+    return PyErr_SetFromErrno(PyExc_OSError);
+}
+
+static PyObject *committer_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"efd", "synced", NULL};
+    int efd;
+    long long synced;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iL:Committer", kwlist, &efd, &synced)) return NULL;
+    if (efd < 0) {
+        PyErr_SetString(PyExc_ValueError, "efd must be an open descriptor");
+        return NULL;
+    }
+    Committer *c = (Committer *)type->tp_alloc(type, 0);
+    if (!c) return NULL;
+    c->efd = efd;
+    c->target = c->synced = synced;
+    c->running = 1;
+    int rc = pthread_mutex_init(&c->mu, NULL);
+    if (rc) goto fail;
+    c->mu_ready = 1;
+    pthread_condattr_t attr;
+    rc = pthread_condattr_init(&attr);
+    if (rc) goto fail;
+    rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC); /* retry waits ignore wall clock jumps */
+    if (!rc) rc = pthread_cond_init(&c->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc) goto fail;
+    c->cv_ready = 1;
+    sigset_t all, old; /* the thread takes no signals: they stay with Python's threads */
+    sigfillset(&all);
+    rc = pthread_sigmask(SIG_BLOCK, &all, &old);
+    if (rc) goto fail;
+    rc = pthread_create(&c->thread, NULL, committer_main, c);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) goto fail;
+    c->started = 1;
+    pthread_setname_np(c->thread, "rmqtx-committer"); /* as top -H and /proc show it; a failure is harmless */
+    return (PyObject *)c;
+fail:
+    Py_DECREF(c);
+    return committer_error(rc);
+}
+
+static PyObject *committer_add_file(Committer *c, PyObject *args) {
+    int fd;
+    long long end;
+    if (!PyArg_ParseTuple(args, "iL:add_file", &fd, &end)) return NULL;
+    int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (dup_fd < 0) return PyErr_SetFromErrno(PyExc_OSError);
+    pthread_mutex_lock(&c->mu);
+    if (!c->running) {
+        pthread_mutex_unlock(&c->mu);
+        close(dup_fd);
+        PyErr_SetString(PyExc_ValueError, "the committer is stopped");
+        return NULL;
+    }
+    if (c->nfiles == c->cap) {
+        Py_ssize_t cap = c->cap ? c->cap * 2 : 4;
+        cfile *grown = realloc(c->files, (size_t)cap * sizeof(cfile));
+        if (!grown) {
+            pthread_mutex_unlock(&c->mu);
+            close(dup_fd);
+            return PyErr_NoMemory();
+        }
+        c->files = grown;
+        c->cap = cap;
+    }
+    c->files[c->nfiles++] = (cfile){dup_fd, end, c->gen};
+    pthread_mutex_unlock(&c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *committer_written(Committer *c, PyObject *arg) {
+    long long offset = PyLong_AsLongLong(arg);
+    if (offset == -1 && PyErr_Occurred()) return NULL;
+    pthread_mutex_lock(&c->mu);
+    if (offset > c->target) {
+        c->target = offset;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *committer_synced(Committer *c, PyObject *unused) {
+    pthread_mutex_lock(&c->mu);
+    long long synced = c->synced, syncs = c->syncs;
+    int err = c->err;
+    pthread_mutex_unlock(&c->mu);
+    return Py_BuildValue("(LLi)", synced, syncs, err);
+}
+
+static PyObject *committer_rebase(Committer *c, PyObject *arg) {
+    long long offset = PyLong_AsLongLong(arg);
+    if (offset == -1 && PyErr_Occurred()) return NULL;
+    pthread_mutex_lock(&c->mu);
+    if (offset < c->synced) c->synced = offset;
+    c->target = c->synced;
+    c->gen++;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *committer_set_hold(Committer *c, int hold) {
+    pthread_mutex_lock(&c->mu);
+    c->hold = hold;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    Py_RETURN_NONE;
+}
+
+static PyObject *committer_hold(Committer *c, PyObject *unused) { return committer_set_hold(c, 1); }
+
+static PyObject *committer_release(Committer *c, PyObject *unused) { return committer_set_hold(c, 0); }
+
+static PyObject *committer_held(Committer *c, PyObject *unused) {
+    pthread_mutex_lock(&c->mu);
+    int parked = c->parked;
+    pthread_mutex_unlock(&c->mu);
+    return PyBool_FromLong(parked);
+}
+
+static PyObject *committer_stop(Committer *c, PyObject *unused) {
+    committer_join(c);
+    if (c->joined) /* else another stop() joins it right now, and closes them */
+        committer_close_files(c);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef committer_methods[] = {
+    {"add_file", (PyCFunction)committer_add_file, METH_VARARGS, "Sync a dup of fd from now on, for bytes below end_offset."},
+    {"written", (PyCFunction)committer_written, METH_O, "Raise the offset to sync up to."},
+    {"synced", (PyCFunction)committer_synced, METH_NOARGS, "(synced offset, syncs done, errno of the last failed sync or 0)."},
+    {"rebase", (PyCFunction)committer_rebase, METH_O, "The log was cut at offset: forget the files, sync nothing past it."},
+    {"hold", (PyCFunction)committer_hold, METH_NOARGS, "Test control: the next sync waits before its fdatasync."},
+    {"release", (PyCFunction)committer_release, METH_NOARGS, "Test control: undo hold()."},
+    {"held", (PyCFunction)committer_held, METH_NOARGS, "Test control: a sync waits at hold() now."},
+    {"stop", (PyCFunction)committer_stop, METH_NOARGS, "Stop and join the thread, close the files (again: nothing)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject CommitterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rmqtx._accel.Committer",
+    .tp_basicsize = sizeof(Committer),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Committer(efd, synced): the SYNC_FLUSH group commit thread; twin of rmqtx.store.committer.PyCommitter.",
+    .tp_new = committer_new,
+    .tp_dealloc = (destructor)committer_dealloc,
+    .tp_methods = committer_methods,
+};
+
 static PyObject *configure(PyObject *self, PyObject *arg) {
     Py_XSETREF(frame_error, Py_NewRef(arg));
     Py_RETURN_NONE;
@@ -1002,5 +1298,12 @@ PyMODINIT_FUNC PyInit__accel(void) {
         v2_keys[i] = PyUnicode_InternFromString(names[i]);
         if (!v2_keys[i]) return NULL;
     }
-    return PyModule_Create(&module);
+    if (PyType_Ready(&CommitterType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "Committer", (PyObject *)&CommitterType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -7,7 +7,9 @@ same name and signature (the reference, still tested in tests/remoting/test_acce
 ``java_string_hash`` in rmqtx.common.javacompat, ``parse_properties`` and ``join_properties`` in
 rmqtx.common.message, ``index_key_hash2``, ``write_record`` and ``offset_msg_id`` in
 rmqtx.store.record, ``index_put`` and ``index_put_keys`` in rmqtx.store.index, ``scan_units`` in
-rmqtx.store.consume_queue.
+rmqtx.store.consume_queue. One type too: ``Committer``, the SYNC_FLUSH group commit thread, whose
+twin is ``PyCommitter`` in rmqtx.store.committer (same methods and behaviour; the C one never takes
+the GIL; tests/store/test_committer.py runs both).
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ PURE_ENV = "RMQTX_PURE_PYTHON"
 
 
 #: What the Python side calls; a build from older sources lacks some, and is then not used at all.
-REQUIRED = ("binary_frame_head", "configure", "configure_command", "decode_binary_fields", "decode_frame_payload",
-            "encode_binary_ext", "index_key_hash2", "index_put", "index_put_keys", "java_string_hash",
-            "join_properties", "offset_msg_id", "parse_properties", "scan_units", "send_answer_frame", "send_v2_values",
-            "write_record")
+REQUIRED = ("Committer", "binary_frame_head", "configure", "configure_command", "decode_binary_fields",
+            "decode_frame_payload", "encode_binary_ext", "index_key_hash2", "index_put", "index_put_keys",
+            "java_string_hash", "join_properties", "offset_msg_id", "parse_properties", "scan_units",
+            "send_answer_frame", "send_v2_values", "write_record")
 
 
 def _load() -> ModuleType | None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import logging
-import threading
+import os
 from collections import deque
 from typing import Any, Callable
 
@@ -13,6 +13,7 @@ from twisted.python.failure import Failure
 
 from .checkpoint import Checkpoint
 from .commitlog import CommitLog
+from .committer import Committer, CommitterAPI, Wakeup
 from .config import StoreConfig
 from .consume_queue import ConsumeQueue
 from .dispatch import DispatchPipeline
@@ -21,6 +22,8 @@ from .mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
 _PAGE = 4096
+#: (offset, store time) pairs kept for the checkpoint's physic time while syncs lag (one per reactor turn)
+_MAX_MARKS = 256
 
 
 def _sync_all(files: list[MappedFile]) -> None:
@@ -66,11 +69,15 @@ class FlushService:
         #: called with a thunk that releases flushed waiters: the broker wraps it so that every
         #: connection's answers leave in one write (see rmqtx.remoting.protocol.batch_writes)
         self.release_hook: Any = None
-        # the group commit thread (SYNC_FLUSH): it syncs back to back while the commit log grows
-        self._thread: threading.Thread | None = None
-        self._wake = threading.Event()
-        self._idle = True
-        self._token: object | None = None  # the running commit thread's; it stops when this changes
+        #: what makes the group commit thread (SYNC_FLUSH): either twin of rmqtx.store.committer
+        self.committer_type: Callable[[int, int], CommitterAPI] = Committer
+        #: the running group commit thread (SYNC_FLUSH, between start and stop), else None
+        self.committer: CommitterAPI | None = None
+        self._wakeup: Wakeup | None = None  # its signal, watched by the reactor
+        self._handed: MappedFile | None = None  # the newest commit log file handed to it
+        #: (offset, last store timestamp) of each written() not yet synced: the checkpoint's physic time
+        self._marks: deque[tuple[int, int]] = deque()
+        self._sync_errno = 0  # of the last failed sync reported (logged when it changes)
         self._stuck: tuple[int, float, int] | None = None  # (flushed, since, covered) for the timeout watch
         self._last_thorough = float("-inf")  # ms; the first consume queue flush syncs everything
 
@@ -80,10 +87,7 @@ class FlushService:
         if not cfg.sync_flush:
             self._loop(self._async_tick, cfg.flush_interval_commit_log)
         else:
-            self._token = token = object()
-            self._thread = threading.Thread(target=self._commit_loop, args=(token,), name="rmqtx-group-commit",
-                                            daemon=True)
-            self._thread.start()
+            self._start_committer()
             self._loop(self._watch, min(1000, max(10, cfg.sync_flush_timeout // 4)))
         self._loop(self._logics_tick, cfg.flush_interval_consume_queue)
 
@@ -101,9 +105,12 @@ class FlushService:
         if self._kick is not None and self._kick.active():
             self._kick.cancel()
         self._kick = None
-        self._token = None
-        self._wake.set()
-        self._thread = None
+        committer, wakeup = self.committer, self._wakeup
+        self.committer = self._wakeup = None
+        if committer is not None and wakeup is not None:
+            self.reactor.removeReader(wakeup)
+            committer.stop()
+            wakeup.close()
 
     @property
     def busy(self) -> bool:
@@ -152,52 +159,108 @@ class FlushService:
         if offset <= q.flushed_where:
             fn(True, arg)
             return
-        if self.reactor is None or self._thread is None:  # not started (offline use): sync inline
+        if self.reactor is None or self.committer is None:  # not started (offline use): sync inline
             self.flush_commit_log_now()
             fn(True, arg)
             return
         self._waiters.append((offset, fn, arg))
-        if self._idle and self._kick is None:
-            # woken at the end of this reactor turn, so every frame of the read shares the sync
-            self._kick = self.reactor.callLater(0, self._wake_committer)
+        if self._kick is None:
+            # at the end of this reactor turn, so every frame of the read shares the sync
+            self._kick = self.reactor.callLater(0, self._hand_over)
 
-    def _wake_committer(self) -> None:
+    # ---- the group commit thread (SYNC_FLUSH) -------------------------------------------------
+
+    def _start_committer(self) -> None:
+        wakeup = Wakeup(self._on_synced)
+        try:
+            self.committer = self.committer_type(wakeup.write_fd, self.commitlog.queue.flushed_where)
+        except BaseException:
+            wakeup.close()
+            raise
+        self._wakeup = wakeup
+        self.reactor.addReader(wakeup)
+
+    def _hand_over(self) -> None:
+        """Once per reactor turn with new waiters: the committer gets the files it has not seen, then
+        the offset to sync to (a new file must be there before written() covers bytes in it)."""
         self._kick = None
-        self._idle = False
-        self._wake.set()
-
-    def _commit_loop(self, token: object) -> None:
-        """The group commit thread: sync up to the commit log's end, hand the offset to the reactor,
-        and go again at once while puts keep coming (their appends overlap the running sync)."""
-        q = self.commitlog.queue
+        committer = self.committer
+        if committer is None:
+            return
         cl = self.commitlog
-        synced_to = q.flushed_where
-        while self._token is token:
-            target = q.max_offset
-            if target <= synced_to:
-                self._idle = True
-                target = q.max_offset  # again after the flag: a put in between saw busy and did not wake us
-                if target <= synced_to:
-                    self._wake.wait(1.0)
-                    self._wake.clear()
-                    if q.flushed_where > synced_to:  # synced by someone else (shutdown, offline flush)
-                        synced_to = q.flushed_where
-                    continue
-                self._idle = False
-            ts = cl.last_store_timestamp
-            files = [mf for mf in q.files[-4:] if mf.end_offset > synced_to]
-            self.sync_count += 1
-            try:
-                _sync_all(files)
-            except Exception as exc:  # a failing disk: the watch times the waiters out
-                log.error("commit log sync failed: %s", exc)
-                self._wake.wait(0.1)
-                continue
-            synced_to = target
-            try:
-                self.reactor.callFromThread(self._synced, target, ts)
-            except Exception:  # the reactor is gone (shutdown)
-                return
+        q = cl.queue
+        files = q.files
+        if files and files[-1] is not self._handed:
+            new = []
+            for mf in reversed(files):
+                if mf is self._handed or mf.end_offset <= q.flushed_where:
+                    break
+                new.append(mf)
+            for mf in reversed(new):
+                self._add_file(committer, mf)
+            self._handed = files[-1]
+        target = q.max_offset
+        marks = self._marks
+        if not marks or target > marks[-1][0]:
+            if len(marks) < _MAX_MARKS:
+                marks.append((target, cl.last_store_timestamp))
+            else:  # a disk that fails or hangs for long: the time then moves on later, never early
+                marks[-1] = (target, cl.last_store_timestamp)
+        committer.written(target)
+
+    @staticmethod
+    def _add_file(committer: CommitterAPI, mf: MappedFile) -> None:
+        if mf.closed:  # its descriptor number may be another file's now
+            return
+        if mf.fd >= 0:
+            committer.add_file(mf.fd, mf.end_offset)
+            return
+        fd = os.open(mf.path, os.O_RDWR | os.O_CLOEXEC)  # mapped without a kept descriptor
+        try:
+            committer.add_file(fd, mf.end_offset)
+        finally:
+            os.close(fd)
+
+    def _on_synced(self) -> None:
+        """The committer signalled: a sync ended (or failed with a new errno)."""
+        committer = self.committer
+        if committer is None:
+            return
+        offset, self.sync_count, err = committer.synced()
+        if err != self._sync_errno:
+            self._sync_errno = err
+            if err:
+                log.error("commit log sync failed: %s (retried every 100 ms; puts time out meanwhile)",
+                          os.strerror(err))
+            else:
+                log.warning("commit log sync works again")
+        ts = 0
+        marks = self._marks
+        while marks and marks[0][0] <= offset:
+            ts = marks.popleft()[1]
+        self._synced(offset, ts)
+
+    def truncated(self, offset: int) -> None:
+        """The commit log was cut back to ``offset`` while running (a replica's truncation): the
+        committer forgets its files (later ones are deleted, and may be made again under the same
+        name) and any sync in flight past the cut; the tail is handed over again. Waiters past the cut
+        are answered False now: their bytes are gone, and the waiters after them (in offset order)
+        would wait behind them."""
+        cut = []
+        waiters = self._waiters
+        while waiters and waiters[-1][0] > offset:
+            cut.append(waiters.pop())
+        committer = self.committer
+        if committer is not None:
+            committer.rebase(offset)
+            self._handed = None
+            marks = self._marks
+            while marks and marks[-1][0] > offset:
+                marks.pop()
+            if self._kick is None:
+                self._kick = self.reactor.callLater(0, self._hand_over)
+        for waiter in reversed(cut):
+            _call(waiter, False)
 
     def _synced(self, target: int, ts: int) -> None:
         q = self.commitlog.queue

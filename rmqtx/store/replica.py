@@ -163,6 +163,7 @@ def truncate_log(store: "MessageStore", offset: int) -> None:
     holder = cl.queue.find(offset)
     if holder is not None:
         zero_tail(holder, offset - holder.from_offset, cl.max_record_size + 8)
+    store.flush.truncated(offset)  # the group commit thread syncs the files as they are now
     for cq in store.consume_queues.values():
         if cq.max_physic_offset > offset:
             cq.truncate_dirty(offset)

@@ -45,3 +45,34 @@ class SyncFlushSend(unittest.TestCase):
 
     def test_acknowledged_means_synced(self):
         return defer.ensureDeferred(self._acknowledged_means_synced())
+
+    async def _answers_of_a_sync_leave_in_one_write(self) -> None:
+        """The group commit releases its sends through FlushService.release_hook (batch_writes): the
+        answers one sync releases leave in one write to the connection, not one write each."""
+        writes = []
+        transport = self.hot.transport
+        real = transport.writeSequence
+
+        def counted(parts) -> None:
+            writes.append(len(parts))
+            real(parts)
+        transport.writeSequence = counted
+        transport.write = lambda data: counted([data])
+        flush = self.hot.broker.ctx.store.flush
+        before = flush.sync_count
+        count = 96
+        for data in self.hot.send_reads(count):  # all in this reactor turn: one group commit
+            self.hot.feed(data)
+        self.assertEqual(writes, [])
+        got = 0
+        deadline = time.time() + 30
+        while got < count and time.time() < deadline:
+            got += sum(r.is_response for r in self.hot.answers())
+            if got < count:
+                await task.deferLater(reactor, 0.01, lambda: None)
+        self.assertEqual(got, count)
+        self.assertEqual(sum(writes), count)
+        self.assertLessEqual(len(writes), flush.sync_count - before)
+
+    def test_answers_of_a_sync_leave_in_one_write(self):
+        return defer.ensureDeferred(self._answers_of_a_sync_leave_in_one_write())

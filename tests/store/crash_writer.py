@@ -1,4 +1,7 @@
-"""Child process for crash tests: put messages forever, printing each acknowledgement."""
+"""Child process for crash tests: put messages forever, printing each acknowledgement.
+
+Arguments: store root, flush type, and optionally which group commit thread SYNC_FLUSH uses
+(``c`` for rmqtx._accel.Committer, ``py`` for PyCommitter; else the store's default)."""
 from __future__ import annotations
 
 import sys
@@ -8,11 +11,18 @@ from twisted.internet import reactor
 from rmqtx.store import MessageStore, MessageToStore, StoreConfig
 
 root, flush_type = sys.argv[1], sys.argv[2]
+twin = sys.argv[3] if len(sys.argv) > 3 else ""
 cfg = StoreConfig(store_path_root_dir=root, flush_disk_type=flush_type, mapped_file_size_commit_log=128 * 1024,
                   mapped_file_size_consume_queue=400, max_hash_slot_num=64, max_index_num=256,
                   flush_interval_commit_log=20, flush_interval_consume_queue=30)
 store = MessageStore(cfg)
 store.load()
+if twin == "c":
+    from rmqtx import _accel
+    store.flush.committer_type = _accel.Committer
+elif twin == "py":
+    from rmqtx.store.committer import PyCommitter
+    store.flush.committer_type = PyCommitter
 store.start(reactor)
 seq = 0
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest as pyunit
 
 from twisted.trial import unittest
 
@@ -17,14 +18,21 @@ from rmqtx.store.tools import verify
 
 from .helpers import REPO
 
+try:
+    from rmqtx import _accel  # the compiled committer, whether or not RMQTX_PURE_PYTHON turned it off
+except ImportError:
+    _accel = None
+
 WRITER = os.path.join(os.path.dirname(__file__), "crash_writer.py")
 SPARE_WRITER = os.path.join(os.path.dirname(__file__), "index_spare_writer.py")
 
 
-def run_and_kill(root: str, flush_type: str, acks_wanted: int) -> list[tuple[int, int, int]]:
-    """Start the writer, SIGKILL it after acks_wanted acks; (seq, queueOffset, offset) of each ack."""
+def run_and_kill(root: str, flush_type: str, acks_wanted: int, twin: str = "") -> list[tuple[int, int, int]]:
+    """Start the writer, SIGKILL it after acks_wanted acks; (seq, queueOffset, offset) of each ack.
+    ``twin``: the group commit thread it uses (see crash_writer.py)."""
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    proc = subprocess.Popen([sys.executable, WRITER, root, flush_type], stdout=subprocess.PIPE, env=env, cwd=REPO)
+    proc = subprocess.Popen([sys.executable, WRITER, root, flush_type, twin], stdout=subprocess.PIPE, env=env,
+                            cwd=REPO)
     acks = []
     deadline = time.monotonic() + 30  # a bound for a slow machine; 600 acks come well before
     try:
@@ -78,8 +86,15 @@ class CrashTest(unittest.TestCase):
                 offset = res.next_begin_offset
         return n
 
+    @pyunit.skipIf(_accel is None, "rmqtx._accel not built (tests/remoting/test_accel.py says whether it should be)")
     def test_sync_flush_keeps_every_ack(self) -> None:
-        acks = run_and_kill(self.root, "SYNC_FLUSH", 600)
+        self._sync_flush_keeps_every_ack("c")
+
+    def test_sync_flush_keeps_every_ack_python_committer(self) -> None:
+        self._sync_flush_keeps_every_ack("py")
+
+    def _sync_flush_keeps_every_ack(self, twin: str) -> None:
+        acks = run_and_kill(self.root, "SYNC_FLUSH", 600, twin)
         self.assertGreater(len(acks), 100)
         self.assertTrue(os.path.exists(os.path.join(self.root, "abort")))
         store = open_store(self.root)

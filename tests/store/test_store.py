@@ -6,17 +6,25 @@ import os
 import struct
 import threading
 import time
+import unittest as pyunit
 
 from twisted.internet import defer, reactor, task
 from twisted.trial import unittest
 
 from rmqtx.store import (BatchToStore, GetStatus, MessageFilter, MessageStore, PutStatus, StoreLockedError)
 from rmqtx.store import mapped_file
+from rmqtx.store.committer import PyCommitter
 from rmqtx.store.record import decode_record, encode_batch_body, java_hash
+from rmqtx.store.replica import truncate_log
 
 from tests.client.support import wait_until
 
 from .helpers import TempStore, msg, put_sync, read_cq, small_config
+
+try:
+    from rmqtx import _accel  # the compiled committer, whether or not RMQTX_PURE_PYTHON turned it off
+except ImportError:
+    _accel = None
 
 MAGIC = 0xDAA320A7
 BLANK = 0xCBD43194
@@ -413,13 +421,21 @@ class DiskFullTest(unittest.TestCase):
         self.assertEqual(self.store.get_max_offset_in_queue("D", 0), 21 + good)
 
 
-class FlushTest(unittest.TestCase):
-    """Reactor-driven flushing (trial runs the reactor for returned Deferreds)."""
+class _GroupCommit:
+    """SYNC_FLUSH's group commit on the reactor, run with each twin of the committer thread
+    (trial runs the reactor for returned Deferreds)."""
+
+    committer_type: object = None  # set by each concrete class
 
     def setUp(self) -> None:
-        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1024 * 1024)
+        self.ts = self._open()
         self.store = self.ts.store
-        self.store.start(reactor)
+
+    def _open(self, **kw) -> TempStore:
+        ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1024 * 1024, **kw)
+        ts.store.flush.committer_type = self.committer_type
+        ts.store.start(reactor)
+        return ts
 
     def tearDown(self) -> None:
         self.ts.close()
@@ -442,33 +458,175 @@ class FlushTest(unittest.TestCase):
         # a second wave while nothing is in flight also shares syncs
         results = yield defer.gatherResults([self.store.put_message(msg("S", 0, b"x")) for _ in range(64)])
         self.assertLessEqual(self.store.flush.sync_count - before, 4)
+        # the store time of the last synced record: the checkpoint's physic time
+        self.assertEqual(self.store.flush.flushed_store_ts, self.store.commitlog.last_store_timestamp)
 
     @defer.inlineCallbacks
     def test_stalled_sync_times_out_and_later_puts_succeed(self):
         """A sync that hangs past syncFlushTimeout answers FLUSH_DISK_TIMEOUT; the next ones get through."""
         self.ts.close()
-        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1024 * 1024, sync_flush_timeout=300)
+        self.ts = self._open(sync_flush_timeout=300)
         self.store = self.ts.store
-        self.store.start(reactor)
         first = yield self.store.put_message(msg("S", 0, b"warm"))  # the commit log file exists now
         self.assertIs(first.status, PutStatus.PUT_OK)
-        mf = self.store.commitlog.queue.files[-1]
-        mf._lock.acquire()  # the commit thread's fdatasync waits on this lock: a disk that hangs
+        committer = self.store.flush.committer
+        committer.hold()  # the committer's next fdatasync waits: a disk that hangs
         try:
             stalled = yield self.store.put_message(msg("S", 0, b"stalled"))
+            self.assertTrue(committer.held())
         finally:
-            mf._lock.release()
+            committer.release()
         self.assertIs(stalled.status, PutStatus.FLUSH_DISK_TIMEOUT)
         after = yield self.store.put_message(msg("S", 1, b"after"))
         self.assertIs(after.status, PutStatus.PUT_OK)
         self.assertGreaterEqual(self.store.commitlog.queue.flushed_where, after.wrote_offset + after.wrote_bytes)
 
     @defer.inlineCallbacks
-    def test_async_flush_loop(self):
+    def test_rolling_files_are_handed_over(self):
+        """Puts that fill several commit log files are acknowledged only once each file is synced."""
         self.ts.close()
+        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=64 * 1024)
+        self.store = self.ts.store
+        self.store.commitlog.queue.keep_fds = False  # each file is opened by path to be handed over
+        self.store.flush.committer_type = self.committer_type
+        self.store.start(reactor)
+        results = []
+        for wave in range(6):  # each wave ~40 KiB: the files roll while syncs run
+            results += (yield defer.gatherResults([self.store.put_message(msg("R", i % 2, os.urandom(2000)))
+                                                   for i in range(20)]))
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        q = self.store.commitlog.queue
+        self.assertGreaterEqual(len(q.files), 3)
+        self.assertTrue(all(mf.fd < 0 for mf in q.files))
+        self.assertGreaterEqual(q.flushed_where, max(r.wrote_offset + r.wrote_bytes for r in results))
+
+    @defer.inlineCallbacks
+    def test_failing_sync_times_out_once_logged_then_recovers(self):
+        """A sync that fails (EINVAL from a pipe handed over as a commit log file) moves nothing: puts
+        time out, one error line is logged however often it is retried, and syncs work again after."""
+        self.ts.close()
+        self.ts = self._open(sync_flush_timeout=300)
+        self.store = self.ts.store
+        first = yield self.store.put_message(msg("S", 0, b"warm"))
+        self.assertIs(first.status, PutStatus.PUT_OK)
+        committer = self.store.flush.committer
+        r, w = os.pipe()
+        self.addCleanup(os.close, w)
+        self.addCleanup(os.close, r)
+        committer.add_file(r, 2**62)  # every sync from now on fails, until a rebase forgets it
+        with self.assertLogs("rmqtx.store.flush", "WARNING") as logged:
+            failed = yield self.store.put_message(msg("S", 0, b"failed"))
+            self.assertIs(failed.status, PutStatus.FLUSH_DISK_TIMEOUT)
+            self.assertEqual(committer.synced()[2], errno.EINVAL)
+            self.assertLess(self.store.commitlog.queue.flushed_where, failed.wrote_offset + failed.wrote_bytes)
+            q = self.store.commitlog.queue
+            self.store.flush.truncated(q.max_offset)  # forgets the pipe (nothing is cut)
+            after = yield self.store.put_message(msg("S", 1, b"after"))
+            self.assertIs(after.status, PutStatus.PUT_OK)
+        errors = [r.getMessage() for r in logged.records if r.levelname == "ERROR"]
+        self.assertEqual(len(errors), 1, errors)
+        self.assertIn(os.strerror(errno.EINVAL), errors[0])
+        self.assertEqual(committer.synced()[2], 0)
+        self.assertGreaterEqual(q.flushed_where, after.wrote_offset + after.wrote_bytes)
+
+    @defer.inlineCallbacks
+    def test_store_time_while_syncs_lag(self):
+        """While a sync hangs, each reactor turn's puts leave an (offset, store time) mark, a bounded number;
+        once synced, the flushed store time (the checkpoint's physic time) is the last record's."""
+        flush = self.store.flush
+        committer = flush.committer
+        committer.hold()
+        puts = []
+        for i in range(300):  # one put per reactor turn
+            puts.append(self.store.put_message(msg("S", 0, b"%d" % i)))
+            yield task.deferLater(reactor, 0, lambda: None)
+        yield defer.ensureDeferred(wait_until(committer.held, timeout=10, step=0.005))
+        self.assertLessEqual(len(flush._marks), 256)
+        committer.release()
+        results = yield defer.gatherResults(puts)
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.assertEqual(flush.flushed_store_ts, self.store.commitlog.last_store_timestamp)
+        self.assertEqual(len(flush._marks), 0)
+
+    @defer.inlineCallbacks
+    def test_truncation_rebases_the_committer(self):
+        """A replica's truncation cuts the log while a sync past the cut is in flight: that sync reports
+        nothing, its put is answered at once, the deleted file's descriptor goes, and the file made
+        again under its name is synced."""
+        self.ts.close()
+        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=64 * 1024)
+        self.store = store = self.ts.store
+        store.flush.committer_type = self.committer_type
+        store.start(reactor)
+        q = store.commitlog.queue
+        results = yield defer.gatherResults([store.put_message(msg("T", i % 2, os.urandom(2000))) for i in range(50)])
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.assertEqual(len(q.files), 2)
+        second = q.files[1].path
+        cut = results[10].wrote_offset
+        committer = store.flush.committer
+        committer.hold()
+        in_flight = store.put_message(msg("T", 0, b"in flight"))
+        yield defer.ensureDeferred(wait_until(committer.held, timeout=10, step=0.005))
+        truncate_log(store, cut)
+        self.assertEqual((q.max_offset, q.flushed_where), (cut, cut))
+        cut_off = yield in_flight  # its bytes are gone: answered now, as never synced
+        self.assertIs(cut_off.status, PutStatus.FLUSH_DISK_TIMEOUT)
+        synced_before = committer.synced()[1]
+        committer.release()
+        yield defer.ensureDeferred(wait_until(lambda: committer.synced()[1] > synced_before, step=0.005))
+        yield task.deferLater(reactor, 0.05, lambda: None)  # its signal (if any) was read
+        self.assertEqual(q.flushed_where, cut)
+        results = yield defer.gatherResults([store.put_message(msg("T", i % 2, os.urandom(2000))) for i in range(40)])
+        self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
+        self.assertEqual(q.files[1].path, second)  # made again
+        self.assertGreaterEqual(q.flushed_where, max(r.wrote_offset + r.wrote_bytes for r in results))
+
+        def links() -> list[str]:
+            out = []
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    out.append(os.readlink(f"/proc/self/fd/{fd}"))
+                except OSError:
+                    pass
+            return out
+        yield defer.ensureDeferred(wait_until(lambda: f"{second} (deleted)" not in links(), step=0.005))
+        self.assertGreaterEqual(links().count(second), 2)  # the store's descriptor and the committer's
+
+    def test_stop_leaves_no_thread_reader_or_descriptor(self):
+        flush = self.store.flush
+        committer, wakeup = flush.committer, flush._wakeup
+        self.assertIn(wakeup, reactor.getReaders())
+        self.store.shutdown()
+        self.assertIsNone(flush.committer)
+        self.assertNotIn(wakeup, reactor.getReaders())
+        self.assertEqual(wakeup.fileno(), -1)
+        committer.stop()  # again: nothing
+        self.assertFalse(any(t.name == "rmqtx-committer" for t in threading.enumerate()))
+
+
+@pyunit.skipIf(_accel is None, "rmqtx._accel not built (tests/remoting/test_accel.py says whether it should be)")
+class GroupCommitCTest(_GroupCommit, unittest.TestCase):
+    committer_type = getattr(_accel, "Committer", None)
+
+
+class GroupCommitPyTest(_GroupCommit, unittest.TestCase):
+    committer_type = PyCommitter
+
+
+class FlushTest(unittest.TestCase):
+    """Reactor-driven flushing (trial runs the reactor for returned Deferreds)."""
+
+    def setUp(self) -> None:
         self.ts = TempStore(flush_interval_commit_log=50, flush_interval_consume_queue=50)
         self.store = self.ts.store
         self.store.start(reactor)
+
+    def tearDown(self) -> None:
+        self.ts.close()
+
+    @defer.inlineCallbacks
+    def test_async_flush_loop(self):
         r = yield self.store.put_message(msg("A", 0, b"x"))
         self.assertTrue(r.ok)
         end = r.wrote_offset + r.wrote_bytes
