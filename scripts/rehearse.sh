@@ -36,7 +36,7 @@ status=0
 minutes=$(( ($(date +%s) - started + 59) / 60 ))
 
 echo "--- per environment (from $tmp/run.log)"
-grep -E "^[0-9]+ (passed|failed)|^(FAILED|PASSED) \(|^Ran [0-9]+ tests|^strict run failed|^  (pytest|trial|pure): |^ERROR: |^  congratulations" \
+grep -E "^[0-9]+ (passed|failed)|^(FAILED|PASSED) \(|^Ran [0-9]+ tests|^strict run failed|^  (pytest|trial|pure|types): |^ERROR: |^  congratulations" \
     "$tmp/run.log" || true
 echo "--- exit status $status after $minutes min"
 if [ "$status" != 0 ]; then
