@@ -431,8 +431,11 @@ class _GroupCommit:
         self.ts = self._open()
         self.store = self.ts.store
 
-    def _open(self, **kw) -> TempStore:
-        ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=1024 * 1024, **kw)
+    def _open(self, file_size: int = 1024 * 1024, keep_fds: bool = True, **kw) -> TempStore:
+        """A started SYNC_FLUSH store using this class's committer; ``keep_fds`` False: commit log files
+        keep only their mapping (each is opened by path to be handed over)."""
+        ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=file_size, **kw)
+        ts.store.commitlog.queue.keep_fds = keep_fds
         ts.store.flush.committer_type = self.committer_type
         ts.store.start(reactor)
         return ts
@@ -485,11 +488,8 @@ class _GroupCommit:
     def test_rolling_files_are_handed_over(self):
         """Puts that fill several commit log files are acknowledged only once each file is synced."""
         self.ts.close()
-        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=64 * 1024)
+        self.ts = self._open(64 * 1024, keep_fds=False)
         self.store = self.ts.store
-        self.store.commitlog.queue.keep_fds = False  # each file is opened by path to be handed over
-        self.store.flush.committer_type = self.committer_type
-        self.store.start(reactor)
         results = []
         for wave in range(6):  # each wave ~40 KiB: the files roll while syncs run
             results += (yield defer.gatherResults([self.store.put_message(msg("R", i % 2, os.urandom(2000)))
@@ -554,10 +554,8 @@ class _GroupCommit:
         nothing, its put is answered at once, the deleted file's descriptor goes, and the file made
         again under its name is synced."""
         self.ts.close()
-        self.ts = TempStore(flush_disk_type="SYNC_FLUSH", mapped_file_size_commit_log=64 * 1024)
+        self.ts = self._open(64 * 1024)
         self.store = store = self.ts.store
-        store.flush.committer_type = self.committer_type
-        store.start(reactor)
         q = store.commitlog.queue
         results = yield defer.gatherResults([store.put_message(msg("T", i % 2, os.urandom(2000))) for i in range(50)])
         self.assertTrue(all(r.status is PutStatus.PUT_OK for r in results))
