@@ -16,32 +16,51 @@ No client reactor here (raw frames and threads), so it runs under pytest and tri
 from __future__ import annotations
 
 import unittest
+from typing import TYPE_CHECKING, cast
 
 from rmqtx.remoting.codes import RequestCode, ResponseCode
-from testkit.ha import Sender, wait_until
+from rmqtx.remoting.command import RemotingCommand
+from testkit.ha import Sender, pull, wait_until
 from testkit.link import Link
+
+if TYPE_CHECKING:
+    from testkit.controller import RmqtxControllerModeGroup
+    from testkit.ha import Broker
 
 TOPIC = "PartitionTopic"
 ISOLATED = "127.0.0.2"  # what the master advertises; its relays listen there
 
 
-def _max_offset(broker: object) -> int:
-    return int(broker.runtime().get("commitLogMaxOffset", "-1"))  # type: ignore[attr-defined]
+def _max_offset(broker: Broker) -> int:
+    return int(broker.runtime().get("commitLogMaxOffset", "-1"))
 
 
-def _broker_id(broker: object) -> int:
-    return int((broker.store / "brokerIdentity").read_text().split("#")[2])  # type: ignore[attr-defined]
+def _broker_id(broker: Broker) -> int:
+    return int((broker.store / "brokerIdentity").read_text().split("#")[2])
 
 
 class PartitionedMaster(unittest.TestCase):
+    def setUp(self) -> None:
+        #: (queue id, queue offset, body) of every send answered SUCCESS
+        self.acked: list[tuple[int, int, bytes]] = []
+
+    def send(self, sender: Sender, body: bytes, queue_id: int) -> RemotingCommand:
+        """One SYNC send; a SUCCESS is noted in ``acked``."""
+        resp = sender.send(TOPIC, body, queue_id)
+        if resp.code == ResponseCode.SUCCESS:
+            fields = resp.ext_fields or {}
+            self.acked.append((int(fields["queueId"]), int(fields["queueOffset"]), body))
+        return resp
+
     def test_partition_elects_a_slave_and_the_old_master_rejoins_truncated(self) -> None:
-        from testkit.controller import CLUSTER, BROKER_NAME, RmqtxControllerModeGroup
+        from testkit.controller import RmqtxControllerModeGroup
 
         group = RmqtxControllerModeGroup(controllers=1, broker_conf={
             "controllerHeartBeatTimeoutMills": 4000, "haMaxTimeSlaveNotCatchup": 1500, "slaveTimeout": 1500,
             "checkSyncStateSetPeriod": 1000, "syncControllerMetadataPeriod": 1000})
         self.addCleanup(group.close)
-        master = group.brokers[0]
+        brokers = cast("list[Broker]", group.brokers)  # rmqtx brokers (the base class has Apache's)
+        master = brokers[0]
         ctl_host, ctl_port = group.controllers.addrs["n0"].rsplit(":", 1)
         links = [
             Link(group.controllers.addrs["n0"], (ISOLATED, int(ctl_port)),
@@ -55,21 +74,16 @@ class PartitionedMaster(unittest.TestCase):
         master_addr = f"{ISOLATED}:{master.port}"  # as the controller and the NameServer know it
         group.start()
         if group.wait_master(30)[1] != master_addr:  # the first to register is elected; if not, make it so
-            wait_until(lambda: len(group.sync_state_set()) == 3, 60, "all three in the sync-state set", step=0.3)
-            resp = group.controllers.request(RequestCode.CONTROLLER_ELECT_MASTER, {
-                "clusterName": CLUSTER, "brokerName": BROKER_NAME, "brokerId": _broker_id(master),
-                "designateElect": "true", "invokeTime": 0})
-            self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
-            wait_until(lambda: group.wait_master(5)[1] == master_addr, 30, "the relayed broker elected")
+            self.elect(group, master, master_addr)
         wait_until(lambda: len(group.sync_state_set()) == 3, 60, "all three in the sync-state set", step=0.3)
         _, _, first_epoch = group.wait_master(5)
         group.create_topic(TOPIC)
         old = Sender(master.addr)
         self.addCleanup(old.close)
         for i in range(20):
-            resp = old.send(TOPIC, f"before-{i}".encode(), i % 4)
+            resp = self.send(old, f"before-{i}".encode(), i % 4)
             self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
-        slaves = group.brokers[1:]
+        slaves = brokers[1:]
         top = _max_offset(master)
         wait_until(lambda: all(_max_offset(s) == top for s in slaves), 20, "the slaves caught up")
 
@@ -87,7 +101,7 @@ class PartitionedMaster(unittest.TestCase):
         # the isolated master stores but does not ack: nothing confirms a sync-state set it could meet
         codes = set()
         for i in range(3):
-            resp = old.send(TOPIC, f"isolated-{i}".encode(), 0)
+            resp = self.send(old, f"isolated-{i}".encode(), 0)
             codes.add(resp.code)
         self.assertLessEqual(codes, {ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE}, codes)
         isolated_end = _max_offset(master)
@@ -96,10 +110,10 @@ class PartitionedMaster(unittest.TestCase):
         # the new master acks (once its sync-state set is what its slave can meet)
         fresh = Sender(new.addr)
         self.addCleanup(fresh.close)
-        wait_until(lambda: fresh.send(TOPIC, b"after-election", 1).code == ResponseCode.SUCCESS, 30,
+        wait_until(lambda: self.send(fresh, b"after-election", 1).code == ResponseCode.SUCCESS, 30,
                    "SYNC sends acked by the new master", step=0.3)
         for i in range(20):
-            resp = fresh.send(TOPIC, f"new-{i}".encode(), i % 4)
+            resp = self.send(fresh, f"new-{i}".encode(), i % 4)
             self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
 
         # the partition heals: the old master becomes a slave and cuts its tail back to the new master's log
@@ -112,3 +126,22 @@ class PartitionedMaster(unittest.TestCase):
         wait_until(lambda: _max_offset(master) == end, 30, "the old master caught up")
         self.assertEqual(master.commit_log_bytes(), new.commit_log_bytes())
         self.assertNotIn(b"isolated-", master.commit_log_bytes())
+        self.assert_served(new.addr)
+
+    def assert_served(self, addr: str) -> None:
+        """Every send answered SUCCESS is read back from ``addr`` at the queue offset its answer named."""
+        for queue_id, offset, body in self.acked:
+            resp, records = pull(addr, TOPIC, queue_id, offset, max_nums=1)
+            self.assertEqual(resp.code, ResponseCode.SUCCESS, f"queue {queue_id} offset {offset}: {resp.remark}")
+            self.assertEqual((records[0].queue_offset, records[0].body), (offset, body))
+
+    def elect(self, group: RmqtxControllerModeGroup, broker: Broker, addr: str) -> None:
+        """Have the controller elect ``broker`` (in the sync-state set) master, known as ``addr``."""
+        from testkit.controller import CLUSTER, BROKER_NAME
+
+        wait_until(lambda: len(group.sync_state_set()) == 3, 60, "all three in the sync-state set", step=0.3)
+        resp = group.controllers.request(RequestCode.CONTROLLER_ELECT_MASTER, {
+            "clusterName": CLUSTER, "brokerName": BROKER_NAME, "brokerId": _broker_id(broker),
+            "designateElect": "true", "invokeTime": 0})
+        self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
+        wait_until(lambda: group.wait_master(5)[1] == addr, 30, f"{addr} elected")
