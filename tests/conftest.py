@@ -39,7 +39,8 @@ TRIAL_SHARE = {
     "tests/controller/test_rmqtx_brokers.py": "three rmqtx controllers and three rmqtx brokers in controller mode, two kill -9 "
                                               "failovers, about 15 s: once, in the trial env",
     "tests/controller/test_isolated_master.py": "an rmqtx controller-mode group with its slaves stopped, about 12 s: once, in the trial env",
-    "tests/controller/test_partition.py": "an rmqtx controller-mode master cut off through relays, about 18 s: once, in the trial env",
+    "tests/controller/test_partition.py": "an rmqtx controller-mode master cut off through relays, twice (ASYNC_FLUSH, then "
+                                          "SYNC_FLUSH with a re-election), about 40 s: once, in the trial env",
     "tests/grpc/test_vs_apache.py": "Apache 5.4.0's NameServer and Proxy, two JVMs started and stopped, about a minute: once, in the trial env",
     "tests/security/test_acl2_vs_apache.py": "ACL 2.0 against Apache 5.4.0's broker and its mqadmin and client (three JVMs, a minute and a half): once, in the trial env",
 }

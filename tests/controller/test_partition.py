@@ -10,6 +10,10 @@ confirm a smaller sync-state set is unreachable); sends to the new master are ac
 old master learns the new epoch, rejoins as a slave and truncates what it stored alone: its commit log ends
 byte for byte like the new master's.
 
+The same again under ``flushDiskType=SYNC_FLUSH`` (PartitionedSyncFlushMaster): the old master's process, and
+so its group commit thread, lives through the demotion and the truncation; made master again, it acks
+SYNC_FLUSH sends and serves every message acked in either term.
+
 No client reactor here (raw frames and threads), so it runs under pytest and trial alike.
 """
 
@@ -40,6 +44,11 @@ def _broker_id(broker: Broker) -> int:
 
 
 class PartitionedMaster(unittest.TestCase):
+    #: every broker's flushDiskType
+    flush = "ASYNC_FLUSH"
+    #: bytes added to each message the isolated master stores alone (its diverged tail)
+    isolated_padding = 0
+
     def setUp(self) -> None:
         #: (queue id, queue offset, body) of every send answered SUCCESS
         self.acked: list[tuple[int, int, bytes]] = []
@@ -57,7 +66,7 @@ class PartitionedMaster(unittest.TestCase):
 
         group = RmqtxControllerModeGroup(controllers=1, broker_conf={
             "controllerHeartBeatTimeoutMills": 4000, "haMaxTimeSlaveNotCatchup": 1500, "slaveTimeout": 1500,
-            "checkSyncStateSetPeriod": 1000, "syncControllerMetadataPeriod": 1000})
+            "checkSyncStateSetPeriod": 1000, "syncControllerMetadataPeriod": 1000, "flushDiskType": self.flush})
         self.addCleanup(group.close)
         brokers = cast("list[Broker]", group.brokers)  # rmqtx brokers (the base class has Apache's)
         master = brokers[0]
@@ -101,7 +110,7 @@ class PartitionedMaster(unittest.TestCase):
         # the isolated master stores but does not ack: nothing confirms a sync-state set it could meet
         codes = set()
         for i in range(3):
-            resp = self.send(old, f"isolated-{i}".encode(), 0)
+            resp = self.send(old, f"isolated-{i}".encode() + bytes(self.isolated_padding), 0)
             codes.add(resp.code)
         self.assertLessEqual(codes, {ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE}, codes)
         isolated_end = _max_offset(master)
@@ -127,6 +136,7 @@ class PartitionedMaster(unittest.TestCase):
         self.assertEqual(master.commit_log_bytes(), new.commit_log_bytes())
         self.assertNotIn(b"isolated-", master.commit_log_bytes())
         self.assert_served(new.addr)
+        self.rejoined(group, master, master_addr, isolated_end)
 
     def assert_served(self, addr: str) -> None:
         """Every send answered SUCCESS is read back from ``addr`` at the queue offset its answer named."""
@@ -145,3 +155,41 @@ class PartitionedMaster(unittest.TestCase):
             "designateElect": "true", "invokeTime": 0})
         self.assertEqual(resp.code, ResponseCode.SUCCESS, resp.remark)
         wait_until(lambda: group.wait_master(5)[1] == addr, 30, f"{addr} elected")
+
+    def rejoined(self, group: RmqtxControllerModeGroup, old: Broker, old_addr: str, isolated_end: int) -> None:
+        """What the old master, a slave again with its tail cut, is checked for further."""
+
+
+class PartitionedSyncFlushMaster(PartitionedMaster):
+    """The same partition under SYNC_FLUSH: the old master's process, and its group commit thread
+    (rmqtx.store.committer), live through the demotion. That thread had synced the isolated tail; the
+    truncation must make it forget that (FlushService.truncated). The isolated tail is longer than what the new
+    master writes meanwhile, so the rejoined log ends before where the thread had synced to: a thread that still
+    counted those bytes as synced would never sync the ones written there again, and the old master, made master
+    again, would answer its SYNC_FLUSH sends FLUSH_DISK_TIMEOUT (until its log passed the old end)."""
+
+    flush = "SYNC_FLUSH"
+    isolated_padding = 64 * 1024
+
+    def rejoined(self, group: RmqtxControllerModeGroup, old: Broker, old_addr: str, isolated_end: int) -> None:
+        self.assertLess(_max_offset(old), isolated_end)  # the cut went back past what had been synced
+        self.elect(group, old, old_addr)
+        again = Sender(old.addr)
+        self.addCleanup(again.close)
+
+        def acked() -> bool:
+            resp = self.send(again, b"master-again", 2)
+            if resp.code == ResponseCode.FLUSH_DISK_TIMEOUT:  # other codes while it takes the role; never this one
+                raise AssertionError(f"FLUSH_DISK_TIMEOUT from the old master, master again: {resp.remark}")
+            return resp.code == ResponseCode.SUCCESS
+        wait_until(acked, 30, "SYNC_FLUSH sends acked by the old master, master again", step=0.3)
+        for i in range(20):
+            resp = self.send(again, f"again-{i}".encode(), i % 4)
+            self.assertEqual(resp.code, ResponseCode.SUCCESS, f"{resp.code} {resp.remark}")
+        top = _max_offset(old)
+        self.assertLess(top, isolated_end)  # every one of them written below where the thread had synced to
+        others = [b for b in cast("list[Broker]", group.brokers) if b is not old]
+        wait_until(lambda: all(_max_offset(b) == top for b in others), 20, "the slaves caught up")
+        for b in others:
+            self.assertEqual(b.commit_log_bytes(), old.commit_log_bytes(), b.name)
+        self.assert_served(old.addr)
