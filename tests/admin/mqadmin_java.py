@@ -42,8 +42,9 @@ BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k")
 LOGBACK = '<configuration><root level="OFF"/></configuration>\n'
 
-#: Runs many subcommands in one JVM (MQAdmin.run_batch); compiled once per process into a temp dir.
-BATCH_SOURCE = Path(__file__).with_name("java5") / "MQAdminBatch.java"
+#: Runs many subcommands in one JVM (MQAdmin.run_batch), one source for both versions; compiled once per
+#: process and version into a temp dir.
+BATCH_SOURCE = Path(__file__).with_name("MQAdminBatch.java")
 
 _lock = threading.Lock()
 _classpaths: dict[str, str] = {}
@@ -198,7 +199,7 @@ class MQAdmin:
             return list(pool.map(lambda c: self.run(*c), commands))
 
     def run_batch(self, commands: list[tuple[str, ...]], jvms: int = 3) -> list[Run]:
-        """Many subcommands in ``jvms`` JVMs (tests/admin/java5/MQAdminBatch.java), each JVM running its share
+        """Many subcommands in ``jvms`` JVMs (tests/admin/MQAdminBatch.java), each JVM running its share
         one after another: the same MQAdminStartup.main0 as one JVM per command, at a fraction of the CPU.
         Results in the given order; ``Run.code`` is a System.exit status (a bad command line), else 0. A
         subcommand whose client timed out (CLIENT_TIMEOUT) is run once more in a JVM of its own."""
