@@ -1,10 +1,12 @@
 """Run Apache's own ``mqadmin`` (MQAdminStartup from rocketmq-tools, resolved by Maven) as subprocesses.
 
 Two versions: 4.9.8 (``tests/admin/java/pom.xml``) and 5.5.0, the newest 5.x Maven Central serves
-(``tests/admin/java5/pom.xml``). Each classpath is asked of Maven once per process. Each command gets a fresh JVM
-with its home, tmp dir and logs in a temp dir (it writes message bodies and consumerStatus files
-there, never under ``~`` or ``/tmp/rocketmq``). Without Java or Maven the tests skip, except under
-CI (``CI`` set), where that is a failure.
+(``tests/admin/java5/pom.xml``). Each classpath is asked of Maven once per process. ``MQAdmin.run`` gives a
+command a fresh JVM, as the mqadmin script does; ``run_batch`` and ``run_chains`` run many subcommands
+in each JVM (``MQAdminBatch.java``, one source for both versions). Every JVM of an ``MQAdmin`` has its
+home, tmp dir and logs in one temp dir (consumerStatus files go there, never under ``~``; message
+bodies go to the fixed ``BODY_DIR``, whose files the tests remove). Without Java or Maven the tests
+skip, except under CI (``CI`` set), where that is a failure.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -23,6 +26,7 @@ import unittest
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 #: rocketmq-tools version -> the pom whose runtime classpath is that mqadmin
 POMS = {"4.9.8": Path(__file__).with_name("java") / "pom.xml", "5.5.0": Path(__file__).with_name("java5") / "pom.xml"}
@@ -42,8 +46,9 @@ BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xss512k")
 LOGBACK = '<configuration><root level="OFF"/></configuration>\n'
 
-#: Runs many subcommands in one JVM (MQAdmin.run_batch); compiled once per process into a temp dir.
-BATCH_SOURCE = Path(__file__).with_name("java5") / "MQAdminBatch.java"
+#: Runs many subcommands in one JVM (MQAdmin.run_batch, run_chains), one source for both versions; compiled
+#: once per process and version into a temp dir.
+BATCH_SOURCE = Path(__file__).with_name("MQAdminBatch.java")
 
 _lock = threading.Lock()
 _classpaths: dict[str, str] = {}
@@ -198,37 +203,40 @@ class MQAdmin:
             return list(pool.map(lambda c: self.run(*c), commands))
 
     def run_batch(self, commands: list[tuple[str, ...]], jvms: int = 3) -> list[Run]:
-        """Many subcommands in ``jvms`` JVMs (tests/admin/java5/MQAdminBatch.java), each JVM running its share
-        one after another: the same MQAdminStartup.main0 as one JVM per command, at a fraction of the CPU.
-        Results in the given order; ``Run.code`` is a System.exit status (a bad command line), else 0. A
-        subcommand whose client timed out (CLIENT_TIMEOUT) is run once more in a JVM of its own."""
-        classes = batch_classes(self.version)
+        """Independent subcommands in ``jvms`` JVMs side by side (tests/admin/MQAdminBatch.java), each JVM
+        running its share (every ``jvms``-th command) one after another: the same MQAdminStartup.main0 as
+        one JVM per command, at a fraction of the CPU. Results in the given order; ``Run.code`` is a
+        System.exit status (a bad command line), else 0. Commands that depend on each other go in one
+        JVM (``jvms=1``) or one chain of ``run_chains``."""
         shares = [list(range(i, len(commands), jvms)) for i in range(min(jvms, len(commands)))]
-        results: dict[int, Run] = {}
-
-        def one_jvm(indexes: list[int]) -> None:
-            lines = "".join("\t".join([*commands[i], "-n", self.namesrv]) + "\n" for i in indexes)
-            argv = [*self.jvm(), "-Djava.security.manager=allow", "-cp", f"{classes}{os.pathsep}{self.cp}", "MQAdminBatch"]
-            try:
-                proc = subprocess.run(argv, input=lines, capture_output=True, text=True, timeout=self.timeout + 5 * len(indexes),
-                                      cwd=self.home, env=self.env())
-            except subprocess.TimeoutExpired as exc:
-                raise AssertionError(f"mqadmin batch {[commands[i][0] for i in indexes]} ran over its time; output so far:\n{exc.stdout}\n{exc.stderr}")
-            answers = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-            if len(answers) != len(indexes):
-                raise AssertionError(f"mqadmin batch answered {len(answers)} of {len(indexes)} commands (exit {proc.returncode}):\n"
-                                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-            for i, answer in zip(indexes, answers):
-                run = Run(list(commands[i]), answer.get("exit") or 0, answer["out"], answer["err"], answer.get("ms"))
-                if CLIENT_TIMEOUT.search(run.text):
-                    print(f"mqadmin {' '.join(commands[i])}: the JVM timed out waiting for an answer; running it again", file=sys.stderr)
-                    run = self._run_once(commands[i])
-                results[i] = run
-
-        with ThreadPoolExecutor(max(1, len(shares))) as pool:
-            for future in [pool.submit(one_jvm, share) for share in shares]:
-                future.result()
+        by_share = self._run_shares([[commands[i] for i in share] for share in shares])
+        results = {i: run for share, runs in zip(shares, by_share) for i, run in zip(share, runs)}
         return [results[i] for i in range(len(commands))]
+
+    def run_chains(self, *chains: list[tuple[str, ...]]) -> list[list[Run]]:
+        """Each chain in a JVM of its own, its subcommands in the given order (a create before what reads
+        it, deletes last); the chains side by side. The results, chain by chain."""
+        return self._run_shares([list(chain) for chain in chains])
+
+    def _run_shares(self, shares: list[list[tuple[str, ...]]]) -> list[list[Run]]:
+        with ThreadPoolExecutor(max(1, len(shares))) as pool:
+            return [future.result() for future in [pool.submit(self._run_share, share) for share in shares]]
+
+    def _run_share(self, commands: list[tuple[str, ...]]) -> list[Run]:
+        """One batch JVM, fed one subcommand at a time: each answer is read before the next line is
+        written, so a subcommand whose client timed out (CLIENT_TIMEOUT) runs once more at once, in the
+        same JVM, before the ones after it."""
+        if not commands:
+            return []
+        with _BatchJVM(self) as jvm:
+            runs = []
+            for args in commands:
+                run = jvm.run(args)
+                if CLIENT_TIMEOUT.search(run.text):
+                    print(f"mqadmin {' '.join(args)}: the JVM timed out waiting for an answer; running it again", file=sys.stderr)
+                    run = jvm.run(args)
+                runs.append(run)
+            return runs
 
     def run_until(self, pattern: str, *args: str, timeout: float = 60) -> Run:
         """A command that never ends by itself (clusterRT): wait until its output matches, then stop it."""
@@ -246,3 +254,63 @@ class MQAdmin:
                 proc.terminate()
             proc.wait(15)
         return Run(list(args), proc.returncode, out_path.read_text(), "")
+
+
+class _BatchJVM:
+    """MQAdminBatch in one JVM: a line of arguments in, a JSON answer out, per subcommand."""
+
+    def __init__(self, admin: MQAdmin) -> None:
+        self.admin = admin
+        classes = batch_classes(admin.version)
+        argv = [*admin.jvm(), "-Djava.security.manager=allow", "-cp", f"{classes}{os.pathsep}{admin.cp}", "MQAdminBatch"]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     cwd=admin.home, env=admin.env())
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        self.stdin, self.stdout, self.stderr = self.proc.stdin, self.proc.stdout, self.proc.stderr
+        self.answers: queue.Queue[str | None] = queue.Queue()
+        self.stray: list[str] = []  # stdout lines that are no answer, and stderr (the JVM's own warnings)
+        self.readers = [threading.Thread(target=self._read, args=(self.stdout, True), daemon=True),
+                        threading.Thread(target=self._read, args=(self.stderr, False), daemon=True)]
+        for reader in self.readers:
+            reader.start()
+
+    def _read(self, pipe: IO[str], answers: bool) -> None:
+        for line in pipe:
+            if answers and line.startswith("{"):
+                self.answers.put(line)
+            else:
+                self.stray.append(line)
+        if answers:
+            self.answers.put(None)
+
+    def run(self, args: tuple[str, ...]) -> Run:
+        try:
+            self.stdin.write("\t".join([*args, "-n", self.admin.namesrv]) + "\n")
+            self.stdin.flush()
+            line = self.answers.get(timeout=self.admin.timeout)
+        except (BrokenPipeError, queue.Empty):
+            line = None
+        if line is None:
+            state = "ended" if self.proc.poll() is not None else f"gave no answer in {self.admin.timeout} s"
+            raise AssertionError(f"mqadmin batch: {' '.join(args)}: the JVM {state} (exit {self.proc.returncode}); "
+                                 f"its other output:\n{''.join(self.stray)[-4000:]}")
+        answer = json.loads(line)
+        return Run(list(args), answer.get("exit") or 0, answer["out"], answer["err"], answer.get("ms"))
+
+    def __enter__(self) -> _BatchJVM:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.stdin.close()  # MQAdminBatch halts at the end of its input
+        except BrokenPipeError:
+            pass
+        try:
+            self.proc.wait(15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        for reader in self.readers:
+            reader.join(5)
+        self.stdout.close()
+        self.stderr.close()

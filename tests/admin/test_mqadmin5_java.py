@@ -2,7 +2,7 @@
 
 One standalone and one mqadmin home serve every case (started once for the class). Subcommands run in
 batches, many to a JVM (``MQAdmin.run_batch``: a JVM start costs about a second of CPU, a subcommand
-against a local broker milliseconds), two JVMs side by side, or one when the order matters. Each
+against a local broker milliseconds), three JVMs side by side, or one when the order matters. Each
 output's content is checked, and mqadmin's exit code 0 is never taken as success alone (it exits 0 when
 a command fails).
 

@@ -1,13 +1,19 @@
 """Apache's own mqadmin 4.9.8 (the Java tool, from Maven Central) against a real rmqtx standalone.
 
-Every subcommand that applies to a one-broker cluster runs in its own JVM; each output's content is
-checked (topics, offsets, counts, bodies, keys, config values), and where the fixtures hold the same
-command's output against the Java broker (``scenario-admin.client.jsonl``) the lines are compared
-after the normalizations in ``normalize``. mqadmin exits 0 even when a command fails, so the text
-is searched for exceptions and error codes too.
+Every subcommand that applies to a one-broker cluster runs, many to a JVM (``MQAdmin.run_batch`` and
+``run_chains``, tests/admin/MQAdminBatch.java: a JVM start costs about a second of CPU, a subcommand
+against a local broker tens of milliseconds): independent reads spread over JVMs side by side,
+commands that depend on each other one after another in one JVM (a create before what reads it,
+deletes last). Only clusterRT, a monitor that never ends by itself, gets a JVM of its own
+(``run_until`` stops it once its first row is out). Each output's content is checked (topics,
+offsets, counts, bodies, keys, config values), and where the fixtures hold the same command's output
+against the Java broker (``scenario-admin.client.jsonl``) the lines are compared after the
+normalizations in ``normalize``. mqadmin exits 0 even when a command fails, so the text is searched
+for exceptions and error codes too.
 
-Not run, with the reason: the ACL subcommands (updateAclConfig, deleteAclConfig,
-clusterAclConfigVersion, updateGlobalWhiteAddr): rmqtx has no ACL yet and answers their codes with 3;
+Not run, with the reason: the ACL subcommands (updateAclConfig, deleteAccessConfig,
+clusterAclConfigVersion, updateGlobalWhiteAddr): they need a broker with ACL on, and
+tests/security/test_acl.py runs them (4.9.8's tool) against one;
 startMonitoring: a daemon that only logs; queryMsgTraceById: it decodes trace records that only a
 client with message tracing on writes, and neither rmqtx's client nor mqadmin's sendMessage writes any;
 getKvConfig: 4.9.8 has no such subcommand (the KV read is checked through updateOrderConf -m get).
@@ -24,9 +30,12 @@ import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any, Callable
 
 from tests.admin.mqadmin_java import BODY_DIR, FAILURE_TEXT, MQAdmin, Run, classpath, java_binary
-from testkit.standalone import REPO, Standalone
+from rmqtx.remoting.codes import RequestCode
+from rmqtx.remoting.command import RemotingCommand
+from testkit.standalone import REPO, Standalone, call
 from tests.fixtures import records
 from tests.replay.normalize import RUNTIME_ADDED
 
@@ -99,39 +108,23 @@ class MQAdminTestCase(unittest.TestCase):
         self.assertIn(f"CODE: {code}", run.text, str(run))
         self.assertIn(remark, run.text, str(run))
 
-    def cmd(self, *args: str) -> str:
-        return self.ok(self.mqadmin.run(*args))
-
     def same_as_java(self, name: str, out: str) -> None:
         java = java_outputs()[name]
         self.assertEqual(normalize(out, self.server.broker, self.server.namesrv), normalize(java, self.server.broker, self.server.namesrv))
 
-    def in_parallel(self, *chains) -> None:
-        """Independent sequences of commands and checks, side by side (each runs its JVMs one after another)."""
-        with ThreadPoolExecutor(min(len(chains), self.mqadmin.parallel)) as pool:
-            for future in [pool.submit(chain) for chain in chains]:
-                future.result()
+    def in_parallel(self, *steps: Callable[[], Any]) -> list:
+        """Independent steps side by side; their results in the given order."""
+        with ThreadPoolExecutor(len(steps)) as pool:
+            return [future.result() for future in [pool.submit(step) for step in steps]]
 
-    def group_offsets(self, group: str) -> dict[int, tuple[int, int]]:
-        """consumerProgress: queue -> (broker offset, consumer offset) for T_data."""
-        return {int(r[2]): (int(r[3]), int(r[4])) for r in table(self.cmd("consumerProgress", "-g", group)) if r[0] == "T_data"}
-
-    def max_offsets_total(self) -> int:
-        """topicStatus: every message T_data holds."""
-        return sum(int(r[3]) for r in table(self.cmd("topicStatus", "-t", "T_data")) if r[0] == BROKER)
-
-    def broker_group_offsets(self, group: str) -> dict[int, tuple[int, int]]:
+    def group_offsets(self, run: Run, group: str) -> dict[int, tuple[int, int]]:
         """brokerConsumeStats: queue -> (broker offset, consumer offset) of ``group`` on T_data."""
-        rows = table(self.cmd("brokerConsumeStats", "-b", self.server.broker))
-        return {int(r[3]): (int(r[4]), int(r[5])) for r in rows if r[0] == "T_data" and r[1] == group}
+        return {int(r[3]): (int(r[4]), int(r[5])) for r in table(self.ok(run)) if r[0] == "T_data" and r[1] == group}
 
-    def wait_route_perm(self, topic: str, perm: int) -> dict:
-        deadline = time.monotonic() + 20
-        while True:
-            route = json.loads(re.sub(r"\{(\d+):", r'{"\1":', self.cmd("topicRoute", "-t", topic)))
-            if route["queueDatas"][0]["perm"] == perm or time.monotonic() > deadline:
-                self.assertEqual(route["queueDatas"][0]["perm"], perm, route)
-                return route
+    def queue_offset(self, code: RequestCode, fields: dict[str, str]) -> int | None:
+        """An offset asked of the broker directly (no JVM per look); None while it has none (code 22)."""
+        response = call(self.server.broker, RemotingCommand.request(code, fields))
+        return int(response.ext_fields["offset"]) if response.code == 0 and response.ext_fields else None
 
 
 class TopicClusterConfigTest(MQAdminTestCase):
@@ -139,20 +132,36 @@ class TopicClusterConfigTest(MQAdminTestCase):
 
     def test_topic_cluster_and_config_commands(self) -> None:
         br, ns, home = self.server.broker, self.server.namesrv, self.mqadmin.home
-        out = self.cmd("updateTopic", "-c", CLUSTER, "-t", "T_admin")
-        self.same_as_java("updateTopic", out)
-
-        runs = self.mqadmin.run_all([
-            ("topicList",), ("topicRoute", "-t", "T_admin"), ("topicStatus", "-t", "T_admin"), ("clusterList",),
-            ("brokerStatus", "-b", br), ("getBrokerConfig", "-b", br), ("getBrokerConfig", "-c", CLUSTER),
-            ("topicClusterList", "-t", "T_admin"), ("allocateMQ", "-t", "T_admin", "-i", "127.0.0.1@a,127.0.0.1@b"),
-            ("getNamesrvConfig",), ("clusterList", "-m"), ("exportMetadata", "-c", CLUSTER, "-f", f"{home}/meta"),
+        # two JVMs side by side, each running its chain in this order: T_admin's life (created first; read,
+        # exported, its group and permissions changed; deleted last), and the cluster, config, KV and
+        # cleanup commands, which neither read T_admin's route nor change what the first chain reads
+        topic_chain, config_chain = self.mqadmin.run_chains([
+            ("updateTopic", "-c", CLUSTER, "-t", "T_admin"),
+            ("topicList",), ("topicRoute", "-t", "T_admin"), ("topicStatus", "-t", "T_admin"), ("topicClusterList", "-t", "T_admin"),
+            ("allocateMQ", "-t", "T_admin", "-i", "127.0.0.1@a,127.0.0.1@b"), ("exportMetadata", "-c", CLUSTER, "-f", f"{home}/meta"),
             ("exportConfigs", "-c", CLUSTER, "-f", f"{home}/cfg"), ("exportMetrics", "-c", CLUSTER, "-f", f"{home}/metrics"),
+            # a subscription group's life, after the exports (they read the groups)
+            ("updateSubGroup", "-c", CLUSTER, "-g", "G_admin"), ("getConsumerConfig", "-g", "G_admin"),
+            ("deleteSubGroup", "-c", CLUSTER, "-g", "G_admin"), ("getConsumerConfig", "-g", "G_admin"),
+            # per topic, then the whole broker's write permission on the name server
+            ("updateTopicPerm", "-t", "T_admin", "-c", CLUSTER, "-p", "4"), ("topicRoute", "-t", "T_admin"),
+            ("wipeWritePerm", "-b", BROKER), ("addWritePerm", "-b", BROKER),
+            ("deleteTopic", "-c", CLUSTER, "-t", "T_admin"), ("topicList",),
+        ], [
+            ("clusterList",), ("brokerStatus", "-b", br), ("getBrokerConfig", "-b", br), ("getBrokerConfig", "-c", CLUSTER),
+            ("getNamesrvConfig",), ("clusterList", "-m"),
             ("updateBrokerConfig", "-b", br, "-k", "autoCreateTopicEnable", "-v", "false"),
             ("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true"),
+            # the name server's KV store, through updateKvConfig / updateOrderConf / deleteKvConfig
+            ("updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T_admin", "-v", f"{BROKER}:8"), ("updateOrderConf", "-t", "T_admin", "-m", "get"),
+            ("deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T_admin"), ("updateOrderConf", "-t", "T_admin", "-m", "get"),
+            ("cleanExpiredCQ", "-b", br), ("deleteExpiredCommitLog", "-b", br), ("cleanUnusedTopic", "-b", br),
         ])
-        (topic_list, route, status, cluster, broker_status, config_b, config_c, topic_cluster, allocate, ns_config,
-         cluster_m, meta, configs, metrics, update_broker, update_ns) = runs
+        (created, topic_list, route, status, topic_cluster, allocate, meta, configs, metrics, group_created, group_config,
+         group_deleted, group_gone, perm, route_after, wipe, add, deleted, topic_list_after) = topic_chain
+        (cluster, broker_status, config_b, config_c, ns_config, cluster_m, update_broker, update_ns,
+         kv_set, order_conf, kv_deleted, order_gone, *cleanups) = config_chain
+        self.same_as_java("updateTopic", self.ok(created))
 
         topics = set(self.ok(topic_list).split())
         system = {"TBW102", "SELF_TEST_TOPIC", CLUSTER, BROKER, "BenchmarkTest", "OFFSET_MOVED_EVENT",
@@ -220,42 +229,32 @@ class TopicClusterConfigTest(MQAdminTestCase):
         self.refused(update_broker, 16, "enableUpdateBrokerConfig is false")
         self.refused(update_ns, 16, "enableUpdateNamesrvConfig=false")
 
-        def groups() -> None:
-            out = self.cmd("updateSubGroup", "-c", CLUSTER, "-g", "G_admin")
-            self.same_as_java("updateSubGroup", out)
-            group = properties(self.cmd("getConsumerConfig", "-g", "G_admin"))
-            self.assertEqual((group["groupName"], group["consumeBroadcastEnable"], group["retryMaxTimes"]), ("G_admin", "false", "16"))
-            out = self.cmd("deleteSubGroup", "-c", CLUSTER, "-g", "G_admin")
-            self.assertIn(f"delete subscription group [G_admin] from broker [{br}] in cluster [{CLUSTER}] success.", out)
-            self.assertIn("delete topic [%RETRY%G_admin] from NameServer success.", out)
-            self.assertNotIn("groupName", self.mqadmin.run("getConsumerConfig", "-g", "G_admin").out)
+        self.same_as_java("updateSubGroup", self.ok(group_created))
+        group = properties(self.ok(group_config))
+        self.assertEqual((group["groupName"], group["consumeBroadcastEnable"], group["retryMaxTimes"]), ("G_admin", "false", "16"))
+        out = self.ok(group_deleted)
+        self.assertIn(f"delete subscription group [G_admin] from broker [{br}] in cluster [{CLUSTER}] success.", out)
+        self.assertIn("delete topic [%RETRY%G_admin] from NameServer success.", out)
+        self.assertNotIn("groupName", group_gone.out)
 
-        def permissions() -> None:  # per topic, then the whole broker's write permission on the name server
-            out = self.cmd("updateTopicPerm", "-t", "T_admin", "-c", CLUSTER, "-p", "4")
-            self.assertIn(f"update topic perm from 6 to 4 in {br} success.", out)
-            self.wait_route_perm("T_admin", 4)
-            out = self.cmd("wipeWritePerm", "-b", BROKER)
-            count = int(re.search(rf"wipe write perm of broker\[{BROKER}\] in name server\[{re.escape(ns)}\] OK, (\d+)", out).group(1))
-            self.assertEqual(count, len(topics))
-            out = self.cmd("addWritePerm", "-b", BROKER)
-            self.assertRegex(out, rf"add write perm of broker\[{BROKER}\] in name server\[{re.escape(ns)}\] OK, {count}")
+        self.assertIn(f"update topic perm from 6 to 4 in {br} success.", self.ok(perm))
+        # the next subcommand of the chain already sees it: the standalone's NameServer shares the broker's
+        # reactor and reads the broker's (oneway) registration before the next client's request
+        self.assertEqual(json.loads(re.sub(r"\{(\d+):", r'{"\1":', self.ok(route_after)))["queueDatas"][0]["perm"], 4, route_after)
+        count = int(re.search(rf"wipe write perm of broker\[{BROKER}\] in name server\[{re.escape(ns)}\] OK, (\d+)", self.ok(wipe)).group(1))
+        self.assertEqual(count, len(topics))
+        self.assertRegex(self.ok(add), rf"add write perm of broker\[{BROKER}\] in name server\[{re.escape(ns)}\] OK, {count}")
 
-        def kv_config() -> None:  # the name server's KV store, through updateKvConfig / updateOrderConf / deleteKvConfig
-            self.cmd("updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T_admin", "-v", f"{BROKER}:8")
-            self.assertIn(f"orderConf=[{BROKER}:8]", self.cmd("updateOrderConf", "-t", "T_admin", "-m", "get"))
-            self.assertIn("delete kv config from namespace success.", self.cmd("deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "T_admin"))
-            self.refused(self.mqadmin.run("updateOrderConf", "-t", "T_admin", "-m", "get"), 22,
-                         "No config item, Namespace: ORDER_TOPIC_CONFIG Key: T_admin")
+        self.ok(kv_set)
+        self.assertIn(f"orderConf=[{BROKER}:8]", self.ok(order_conf))
+        self.assertIn("delete kv config from namespace success.", self.ok(kv_deleted))
+        self.refused(order_gone, 22, "No config item, Namespace: ORDER_TOPIC_CONFIG Key: T_admin")
 
-        def cleanups() -> None:
-            for run in self.mqadmin.run_all([(name, "-b", br) for name in ("cleanExpiredCQ", "deleteExpiredCommitLog", "cleanUnusedTopic")]):
-                self.assertEqual(self.ok(run).strip(), "success")
+        for run in cleanups:
+            self.assertEqual(self.ok(run).strip(), "success")
 
-        self.in_parallel(groups, permissions, kv_config, cleanups)
-
-        out = self.cmd("deleteTopic", "-c", CLUSTER, "-t", "T_admin")
-        self.same_as_java("deleteTopic", out)
-        self.assertNotIn("T_admin", self.cmd("topicList").split())
+        self.same_as_java("deleteTopic", self.ok(deleted))
+        self.assertNotIn("T_admin", self.ok(topic_list_after).split())
 
 
 #: Keys rmqtx reports that the Java broker has no such setting for.
@@ -278,13 +277,13 @@ class UpdateBrokerConfigAllowedTest(MQAdminTestCase):
 
     def test_update_broker_config_when_enabled(self) -> None:
         br = self.server.broker
-        before, path_key = self.mqadmin.run_all([
-            ("getBrokerConfig", "-b", br), ("updateBrokerConfig", "-b", br, "-k", "storePathRootDir", "-v", "/tmp/x")])
+        [(before, path_key, update, after_run)] = self.mqadmin.run_chains([  # in this order, in one JVM
+            ("getBrokerConfig", "-b", br), ("updateBrokerConfig", "-b", br, "-k", "storePathRootDir", "-v", "/tmp/x"),
+            ("updateBrokerConfig", "-b", br, "-k", "autoCreateTopicEnable", "-v", "false"), ("getBrokerConfig", "-b", br)])
         self.assertEqual(properties(self.ok(before))["autoCreateTopicEnable"], "true")
         self.refused(path_key, 16, "Can not update config storePathRootDir")  # never a path or command key (CVE-2023-33246)
-        out = self.cmd("updateBrokerConfig", "-b", br, "-k", "autoCreateTopicEnable", "-v", "false")
-        self.assertIn(f"update broker config success, {br}", out)
-        after = properties(self.cmd("getBrokerConfig", "-b", br))
+        self.assertIn(f"update broker config success, {br}", self.ok(update))
+        after = properties(self.ok(after_run))
         self.assertEqual((after["autoCreateTopicEnable"], after["storePathRootDir"]), ("false", properties(before.out)["storePathRootDir"]))
 
 
@@ -337,7 +336,7 @@ class MessageGroupOffsetTest(MQAdminTestCase):
         first = sent[3]
         queue = first["queue_id"]
 
-        runs = self.mqadmin.run_all([
+        runs = self.mqadmin.run_batch([  # reads only, independent of each other: their order does not matter
             ("producerConnection", "-g", "P_adm", "-t", "T_data"), ("consumerConnection", "-g", "C_adm"),
             ("consumerProgress", "-g", "C_adm"), ("consumerProgress",), ("consumerProgress", "-g", "C_adm", "-s", "true"),
             ("consumerStatus", "-g", "C_adm"), ("queryMsgById", "-i", first["offset_msg_id"]),
@@ -432,73 +431,87 @@ class MessageGroupOffsetTest(MQAdminTestCase):
         self.assertIn("Consume ok", out)
         self.assertEqual(len(re.findall(r"BODY: body-\d+", out)), len(per_queue[queue]))
 
-        # sending through mqadmin (four senders side by side), then finding what was sent
-        def send_and_query() -> None:
-            self.assertIn("SEND_OK", self.cmd("sendMessage", "-t", "T_data", "-p", "from-mqadmin", "-k", "K-admin", "-c", "TagA"))
-            rows = table(self.cmd("queryMsgByKey", "-t", "T_data", "-k", "K-admin"))
-            # one row (two if a send that timed out ran again) with the id of mqadmin's producer (IPv4: 32 hex digits, IPv6: 56)
-            self.assertIn(len(rows), (1, 2), rows)
-            self.assertTrue(all(re.fullmatch(r"[0-9A-F]{32}([0-9A-F]{24})?", r[0]) and r[0] not in {e["msg_id"] for e in sent} for r in rows), rows)
+        # sending through mqadmin, then finding what was sent: one JVM, in this order. Beside it clusterRT, a
+        # monitor that never ends by itself, keeps a JVM of its own: run_until stops it once its first row is out
+        def sends() -> list[Run]:
+            return self.mqadmin.run_chains([
+                ("sendMessage", "-t", "T_data", "-p", "from-mqadmin", "-k", "K-admin", "-c", "TagA"),
+                ("queryMsgByKey", "-t", "T_data", "-k", "K-admin"),
+                ("checkMsgSendRT", "-t", "T_data", "-a", "4", "-s", "64"),
+                ("sendMsgStatus", "-b", BROKER, "-s", "64", "-c", "2"),  # sends to the topic named after the broker
+            ])[0]
 
-        def send_rt() -> None:
-            out = self.cmd("checkMsgSendRT", "-t", "T_data", "-a", "4", "-s", "64")
-            rows = [r for r in table(out) if r[0] == BROKER]
-            self.assertEqual([r[2] for r in rows[1:]], ["true"] * 3, out)
-            # the first send also starts the JVM's client (routes, connections): on a starved machine it can
-            # pass mqadmin's 3 s send timeout, which the tool reports as false with the time it took
-            self.assertTrue(rows[0][2] == "true" or int(rows[0][3]) >= 3000, out)
+        def cluster_rt() -> Run:
+            return self.mqadmin.run_until(rf"^{CLUSTER}\s+{BROKER}\s+\S+\s+2\s+0", "clusterRT", "-a", "2", "-s", "64", "-i", "60")
 
-        def send_status() -> None:  # sends to the topic named after the broker
-            out = self.cmd("sendMsgStatus", "-b", BROKER, "-s", "64", "-c", "2")
-            self.assertEqual(out.count("sendStatus=SEND_OK"), 2, out)
+        (send, by_key_admin, send_rt, send_status), rt = self.in_parallel(sends, cluster_rt)
+        self.assertIn("SEND_OK", self.ok(send))
+        rows = table(self.ok(by_key_admin))
+        # one row (two if a send that timed out ran again) with the id of mqadmin's producer (IPv4: 32 hex digits, IPv6: 56)
+        self.assertIn(len(rows), (1, 2), rows)
+        self.assertTrue(all(re.fullmatch(r"[0-9A-F]{32}([0-9A-F]{24})?", r[0]) and r[0] not in {e["msg_id"] for e in sent} for r in rows), rows)
+        out = self.ok(send_rt)
+        rows = [r for r in table(out) if r[0] == BROKER]
+        self.assertEqual([r[2] for r in rows[1:]], ["true"] * 3, out)
+        # the first send also starts the JVM's client (routes, connections): on a starved machine it can
+        # pass mqadmin's 3 s send timeout, which the tool reports as false with the time it took
+        self.assertTrue(rows[0][2] == "true" or int(rows[0][3]) >= 3000, out)
+        out = self.ok(send_status)
+        self.assertEqual(out.count("sendStatus=SEND_OK"), 2, out)
+        self.assertRegex(rt.out, rf"(?m)^{CLUSTER}\s+{BROKER}\s+[\d.]+\s+2\s+0", str(rt))
+        self.assertIsNone(FAILURE_TEXT.search(rt.out), str(rt))
 
-        def cluster_rt() -> None:  # a monitor that never ends: its first row is enough
-            run = self.mqadmin.run_until(rf"^{CLUSTER}\s+{BROKER}\s+\S+\s+2\s+0", "clusterRT", "-a", "2", "-s", "64", "-i", "60")
-            self.assertRegex(run.out, rf"(?m)^{CLUSTER}\s+{BROKER}\s+[\d.]+\s+2\s+0", str(run))
-            self.assertIsNone(FAILURE_TEXT.search(run.out), str(run))
-
-        self.in_parallel(send_and_query, send_rt, send_status, cluster_rt)
         while not any(e["kind"] == "recv" and e["body"] == "from-mqadmin" for e in clients.events):
             clients.read_until("recv")  # the running consumer got mqadmin's message too
 
-        # offsets of a group with no consumer online: clone, rewind to the start, skip to the end
-        total = self.max_offsets_total()  # ours, sendMessage's, checkMsgSendRT's (sendMsgStatus and clusterRT use the topic broker-a)
+        # the consumer commits what it consumed every few seconds: wait for it asking the broker directly
+        # (no JVM per look); brokerConsumeStats below then shows it
+        deadline = time.monotonic() + 30
+        while True:
+            committed = {q: (self.queue_offset(RequestCode.GET_MAX_OFFSET, {"topic": "T_data", "queueId": str(q)}),
+                             self.queue_offset(RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "C_adm", "topic": "T_data", "queueId": str(q)}))
+                         for q in range(4)}
+            if all(b == c for b, c in committed.values()):
+                break
+            self.assertLess(time.monotonic(), deadline, committed)
+            time.sleep(0.5)
+
+        # offsets of a group with no consumer online (clone, rewind to the start, skip to the end), then the
+        # online group's rewind: one JVM, in this order
+        [(topic_status, stats, clone_group, cloned, clone_stats, offline_reset, skipped, online_reset)] = self.mqadmin.run_chains([
+            ("topicStatus", "-t", "T_data"), ("brokerConsumeStats", "-b", br),
+            ("updateSubGroup", "-c", CLUSTER, "-g", "G_clone"),  # brokerConsumeStats lists subscription groups
+            ("cloneGroupOffset", "-s", "C_adm", "-d", "G_clone", "-t", "T_data"), ("brokerConsumeStats", "-b", br),
+            ("resetOffsetByTime", "-g", "G_clone", "-t", "T_data", "-s", "0"), ("skipAccumulatedMessage", "-g", "G_clone", "-t", "T_data"),
+            ("resetOffsetByTime", "-g", "C_adm", "-t", "T_data", "-s", "0"),
+        ])
+        # every message T_data holds: ours, sendMessage's, checkMsgSendRT's (sendMsgStatus and clusterRT use the topic broker-a)
+        total = sum(int(r[3]) for r in table(self.ok(topic_status)) if r[0] == BROKER)
         self.assertGreaterEqual(total, COUNT + 1 + 3)
-        consumed: dict[int, tuple[int, int]] = {}
+        consumed = self.group_offsets(stats, "C_adm")
+        self.assertEqual(sum(b for b, _ in consumed.values()), total, consumed)
+        self.assertTrue(all(b == c for b, c in consumed.values()), consumed)
+        self.ok(clone_group)
+        self.assertIn("clone group offset success. srcGroup[C_adm], destGroup=[G_clone], topic[T_data]", self.ok(cloned))
+        self.assertEqual(self.group_offsets(clone_stats, "G_clone"), consumed)
 
-        def all_consumed() -> None:  # the consumer commits what it consumed every few seconds
-            deadline = time.monotonic() + 30
-            while True:
-                consumed.update(self.broker_group_offsets("C_adm"))
-                if sum(b for b, _ in consumed.values()) == total and all(b == c for b, c in consumed.values()):
-                    return
-                self.assertLess(time.monotonic(), deadline, consumed)
+        # the broker answers CONSUMER_NOT_ONLINE; mqadmin then sets the offsets itself
+        reset_rows = {int(r[1]): [int(x) for x in r[2:]] for r in table(self.ok(offline_reset)) if r[0] == BROKER}
+        self.assertEqual(reset_rows, {q: [b, b, 0, 0] for q, (b, _) in consumed.items()})  # broker, consumer, by time, now
+        # (brokerConsumeStats leaves out queues never consumed, as Java's does: it prints no offset 0)
+        skip_rows = {int(r[1]): [int(x) for x in r[2:]] for r in table(self.ok(skipped)) if r[0] == BROKER}
+        self.assertEqual({q: (r[0], r[1], r[3]) for q, r in skip_rows.items()},  # broker, consumer (the rewound 0), now
+                         {q: (b, 0, b) for q, (b, _) in consumed.items()})
 
-        self.in_parallel(all_consumed, lambda: self.cmd("updateSubGroup", "-c", CLUSTER, "-g", "G_clone"))  # brokerConsumeStats lists subscription groups
-        out = self.cmd("cloneGroupOffset", "-s", "C_adm", "-d", "G_clone", "-t", "T_data")
-        self.assertIn("clone group offset success. srcGroup[C_adm], destGroup=[G_clone], topic[T_data]", out)
-        self.assertEqual(self.broker_group_offsets("G_clone"), consumed)
+        # the broker has the running client rewind; it consumes everything again
+        out = self.ok(online_reset)
+        self.assertIn("rollback consumer offset by specified group[C_adm], topic[T_data], force[true]", out)
+        self.assertEqual({int(r[1]): int(r[2]) for r in table(out) if r[0] == BROKER}, {q: 0 for q in range(4)})
+        deadline = time.monotonic() + 30
+        while sum(e["kind"] == "recv" and e["body"] == "body-0" for e in clients.events) < 2:
+            self.assertLess(time.monotonic(), deadline, "the consumer did not consume again after resetOffsetByTime")
+            clients.read_until("recv", deadline - time.monotonic())
 
-        def offline_group() -> None:  # the broker answers CONSUMER_NOT_ONLINE; mqadmin then sets the offsets itself
-            out = self.cmd("resetOffsetByTime", "-g", "G_clone", "-t", "T_data", "-s", "0")
-            rows = {int(r[1]): [int(x) for x in r[2:]] for r in table(out) if r[0] == BROKER}
-            self.assertEqual(rows, {q: [b, b, 0, 0] for q, (b, _) in consumed.items()})  # broker, consumer, by time, now
-            # (brokerConsumeStats leaves out queues never consumed, as Java's does: it prints no offset 0)
-            out = self.cmd("skipAccumulatedMessage", "-g", "G_clone", "-t", "T_data")
-            rows = {int(r[1]): [int(x) for x in r[2:]] for r in table(out) if r[0] == BROKER}
-            self.assertEqual({q: (r[0], r[1], r[3]) for q, r in rows.items()},  # broker, consumer (the rewound 0), now
-                             {q: (b, 0, b) for q, (b, _) in consumed.items()})
-
-        def online_group() -> None:  # the broker has the running client rewind; it consumes everything again
-            out = self.cmd("resetOffsetByTime", "-g", "C_adm", "-t", "T_data", "-s", "0")
-            self.assertIn("rollback consumer offset by specified group[C_adm], topic[T_data], force[true]", out)
-            self.assertEqual({int(r[1]): int(r[2]) for r in table(out) if r[0] == BROKER}, {q: 0 for q in range(4)})
-            deadline = time.monotonic() + 30
-            while sum(e["kind"] == "recv" and e["body"] == "body-0" for e in clients.events) < 2:
-                self.assertLess(time.monotonic(), deadline, "the consumer did not consume again after resetOffsetByTime")
-                clients.read_until("recv", deadline - time.monotonic())
-
-        self.in_parallel(offline_group, online_group)
 
 if __name__ == "__main__":
     unittest.main()
