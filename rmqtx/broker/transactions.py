@@ -196,9 +196,12 @@ class TransactionService:
             topic, queue_id = self.schedule.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
             if topic != copy.topic:
                 copy.topic, copy.queue_id, copy.properties = topic, queue_id, properties_to_string(routing)
-        d = self.store.put_message(copy)
-        # the copy keeps the half's WAIT: Java's commit waits for a SYNC_MASTER's slave unless it says false
-        return d if self.after_put is None else self.after_put(d, copy.properties)
+        if self.after_put is None:
+            return self.store.put_message(copy)
+        # the copy keeps the half's WAIT: Java's commit waits for a SYNC_MASTER's slave unless it says
+        # false, and the put's time (brokerStatus) covers that wait
+        d = self.store.put_message(copy, timed=False)
+        return self.after_put(d, copy.properties).addCallback(self.store.put_done)
 
     def _write_op(self, half: Record) -> "defer.Deferred[PutResult]":
         # no topic config for the op topic: Java writes it through the store only, so no route lists it

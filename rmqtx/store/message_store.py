@@ -34,6 +34,7 @@ from .message_filter import MessageFilter
 from .recovery import Recovery
 from .results import BatchToStore, GetResult, GetStatus, MessageToStore, PutResult, PutStatus
 from .retention import RetentionService
+from .times import TIME_AT_SYNC, TIME_BY_CALLER, TIME_NOW, StoreTimes
 
 __all__ = ["MessageStore", "StoreConfig", "MessageToStore", "BatchToStore", "PutStatus", "PutResult",
            "GetStatus", "GetResult", "StoreError", "StoreLockedError"]
@@ -47,13 +48,6 @@ MAPS_SWEEP_SECONDS = 60.0
 _TOTAL_MEMORY = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def _flushed(synced: bool, waiting: tuple) -> None:
-    res, fn, arg = waiting
-    if not synced:
-        res.status = PutStatus.FLUSH_DISK_TIMEOUT
-    fn(res, arg)
-
-
 class StoreLockedError(StoreError):
     """Another store instance holds the directory's lock file."""
 
@@ -64,6 +58,8 @@ class MessageStore:
     def __init__(self, config: StoreConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
         self.clock = clock
+        #: put and get times for brokerStatus (Java's StoreStatsService)
+        self.times = StoreTimes(int(clock() * 1000))
         self.root = config.store_path_root_dir
         self._allocator = FileAllocator("rmqtx-store-alloc")
         self.commitlog = CommitLog(config, self._allocator)
@@ -88,7 +84,7 @@ class MessageStore:
         self._running = False
         self._sync = config.sync_flush
         self._slave = config.is_slave
-        #: SYNC_FLUSH: a put is acknowledged only once :meth:`await_flush` / :meth:`call_when_flushed` says so
+        #: SYNC_FLUSH: a put is acknowledged only once :meth:`put_message`'s Deferred / :meth:`call_when_flushed` says so
         self.sync_flush = config.sync_flush
         self._index_enabled = config.message_index_enable
         self._ext_root = config.consume_queue_ext_dir if config.enable_consume_queue_ext else None
@@ -364,29 +360,43 @@ class MessageStore:
         cq.ensure_room(self.commitlog.topic_queue_table.get((topic, queue_id), 0))
         return cq
 
-    def put_message(self, msg: MessageToStore) -> Deferred:
-        """Write and dispatch now; the Deferred fires at once (async flush) or after the group sync."""
-        res = self.append_message(msg)
+    def put_message(self, msg: MessageToStore, timed: bool = True) -> Deferred:
+        """Write and dispatch now; the Deferred fires at once (async flush) or after the group sync.
+        ``timed`` False: the caller waits for more (a slave) and reports the end with :meth:`put_done`."""
+        res = self.append_message(msg, None, TIME_AT_SYNC if timed else TIME_BY_CALLER)
         if self._sync and res.status is PutStatus.PUT_OK:
-            return self._await_flush(res)
+            return self._await_flush(res, timed)
         return succeed(res)
 
-    def append_message(self, msg: MessageToStore, props: dict[str, str] | None = None) -> PutResult:
+    def append_message(self, msg: MessageToStore, props: dict[str, str] | None = None,
+                       timing: int = TIME_NOW) -> PutResult:
         """Write and dispatch one message without a Deferred (the broker's send path).
 
-        Under SYNC_FLUSH a PUT_OK result is not durable yet: wait for :meth:`await_flush`.
+        Under SYNC_FLUSH a PUT_OK result is not durable yet: wait for :meth:`call_when_flushed`, and
+        pass ``timing=TIME_AT_SYNC`` so that the put is timed until then (TIME_NOW: timed at once).
         ``props`` is the parsed ``msg.properties`` when the caller has it, to skip a re-parse.
         """
         if not self._running or self._slave or self.disk_full:
             return self._refuse()  # type: ignore[return-value]
+        begin = int(self.clock() * 1000)
         try:
             cq = self.consume_queues.get((msg.topic, msg.queue_id))
             if cq is None or cq.needs_file or (msg.sys_flag & TRANSACTION_MASK) in _NO_QUEUE:
                 cq = self._prepare_queue(msg.topic, msg.queue_id, msg.sys_flag)
-            res, req = self.commitlog.put_message(msg, int(self.clock() * 1000), props)
+            res, req = self.commitlog.put_message(msg, begin, props)
         except OSError as e:
             log.error("put failed: %s", e)
+            self._failed(begin)
             return PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}")
+        if req is None:
+            self._refused(res, msg.topic, begin)
+        elif timing == TIME_NOW or (timing == TIME_AT_SYNC and not self._sync):
+            now = int(self.clock() * 1000)
+            times = self.times
+            if now == begin and now < times.window_end:  # StoreTimes.put's common case, inline (the send path)
+                times.counts[0] += 1
+            else:
+                times.put(now - begin, now)
         if req is not None:
             if self.gate is not None:
                 self.gate.hold(req, cq is not None)
@@ -396,6 +406,16 @@ class MessageStore:
             if self._listeners and cq is not None:
                 self._arrive(msg.topic, msg.queue_id, req.queue_offset + 1)
         return res
+
+    def _refused(self, res: PutResult, topic: str, begin: int) -> None:
+        """A put the commit log did not write is a failed put, unless Java's store would have refused it
+        before timing it (a topic name or properties too long)."""
+        if res.status is not PutStatus.PROPERTIES_SIZE_EXCEEDED and self.commitlog.topic_bytes(topic) is not None:
+            self._failed(begin)
+
+    def _failed(self, begin: int) -> None:
+        now = int(self.clock() * 1000)
+        self.times.put(now - begin, now, False)
 
     def _arrive(self, topic: str, queue_id: int, new_max: int) -> None:
         arrived = self._arrived
@@ -417,16 +437,24 @@ class MessageStore:
         for (topic, queue_id), new_max in arrived.items():
             self._notify(topic, queue_id, new_max)
 
-    def put_messages(self, batch: BatchToStore) -> Deferred:
-        """Write a client batch as consecutive records; one result for all (comma-joined ids)."""
+    def put_messages(self, batch: BatchToStore, timed: bool = True) -> Deferred:
+        """Write a client batch as consecutive records; one result for all (comma-joined ids).
+        ``timed`` as for :meth:`put_message`."""
         res = self._refuse()
         if res is None:
+            begin = int(self.clock() * 1000)
             try:
                 cq = self._prepare_queue(batch.topic, batch.queue_id, batch.sys_flag)
-                res, reqs = self.commitlog.put_batch(batch, int(self.clock() * 1000))
+                res, reqs = self.commitlog.put_batch(batch, begin)
             except OSError as e:
                 log.error("batch put failed: %s", e)
+                self._failed(begin)
                 return succeed(PutResult(PutStatus.CREATE_MAPPED_FILE_FAILED, remark=f"create mapped file failed: {e}"))
+            if not reqs:
+                self._refused(res, batch.topic, begin)
+            elif timed and not self._sync:  # one time for the batch, as Java's; a synced one in _await_flush
+                now = int(self.clock() * 1000)
+                self.times.put(now - begin, now)
             gate = self.gate
             if gate is not None:
                 for req in reqs:
@@ -439,23 +467,33 @@ class MessageStore:
                 if self._listeners and cq is not None and gate is None:
                     self._arrive(batch.topic, batch.queue_id, cq.max_offset)
                 if self._sync:
-                    return self._await_flush(res)
+                    return self._await_flush(res, timed)
         return succeed(res)
 
-    def await_flush(self, res: PutResult) -> Deferred:
-        """Fires with ``res`` once its bytes are synced (FLUSH_DISK_TIMEOUT if that takes too long)."""
-        return self._await_flush(res)
+    def put_done(self, res: PutResult) -> PutResult:
+        """The end of a put made with ``timed=False``, for its time (passes ``res`` on, for Deferreds)."""
+        if res.store_timestamp:  # written; a refused put was counted when it was refused
+            now = int(self.clock() * 1000)
+            self.times.put(now - res.store_timestamp, now)
+        return res
 
     def call_when_flushed(self, res: PutResult, fn: Callable[[PutResult, object], None], arg: object) -> None:
         """``fn(res, arg)`` once res's bytes are synced (status FLUSH_DISK_TIMEOUT if that took too
-        long): :meth:`await_flush` without a Deferred per message."""
-        self.flush.call_when_flushed(res.wrote_offset + res.wrote_bytes, _flushed, (res, fn, arg))
+        long): a synced :meth:`put_message` without a Deferred per message."""
+        self.flush.call_when_flushed(res.wrote_offset + res.wrote_bytes, self._flushed, (res, fn, arg))
 
-    def _await_flush(self, res: PutResult) -> Deferred:
+    def _flushed(self, synced: bool, waiting: tuple) -> None:
+        res, fn, arg = waiting
+        if not synced:
+            res.status = PutStatus.FLUSH_DISK_TIMEOUT
+        self.put_done(res)  # a flush timeout is no failed put, as in Java
+        fn(res, arg)
+
+    def _await_flush(self, res: PutResult, timed: bool = True) -> Deferred:
         def done(ok: bool) -> PutResult:
             if not ok:
                 res.status = PutStatus.FLUSH_DISK_TIMEOUT
-            return res
+            return self.put_done(res) if timed else res
         return self.flush.wait_flushed(res.wrote_offset + res.wrote_bytes).addCallback(done)
 
     # ---- dispatch -----------------------------------------------------------------------------
@@ -525,6 +563,14 @@ class MessageStore:
         Units are filtered before the commit log is read (``message_filter.matches_unit``, with the
         ext unit when there is one; a tags code that cannot be known matches).
         """
+        clock = self.clock
+        begin = int(clock() * 1000)
+        got = self._get_message(topic, queue_id, offset, max_msg_nums, message_filter, max_total_bytes)
+        self.times.get(int(clock() * 1000) - begin)
+        return got
+
+    def _get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                     message_filter: MessageFilter | None, max_total_bytes: int) -> GetResult:
         cq = self.consume_queues.get((topic, queue_id))
         if cq is None:
             # Java's store creates a missing queue on lookup, so the caller sees an empty one

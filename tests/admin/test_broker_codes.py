@@ -11,6 +11,7 @@ from rmqtx.common import fastjson
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.remoting import Dispatcher, RemotingClient, RemotingCommand
 from rmqtx.remoting.codes import RequestCode, ResponseCode
+from rmqtx.store.times import LABELS, WINDOW_MS
 from tests.admin.support import AdminTestCase
 from tests.broker.wire import pull, send
 from tests.client.support import wait_until
@@ -103,6 +104,12 @@ class BrokerCodesTest(AdminTestCase):
         size = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_SIZE", "statsKey": "T_codes@G_reader"})
         self.assertEqual(fastjson.loads(size.body)["statsMinute"]["sum"], len(got.body))
         fresh = fastjson.loads((await self.call(RequestCode.GET_BROKER_RUNTIME_INFO)).body)["table"]
+        histogram = [part.split("]:") for part in fresh["putMessageDistributeTime"].split(" ")[:-1]]
+        self.assertEqual([label for label, _ in histogram], [f"[{label}" for label in LABELS])
+        if ctx.store.clock() * 1000 - ctx.store.times.boot_ms < WINDOW_MS:  # still the store's first window
+            self.assertEqual(sum(int(n) for _, n in histogram), 4)  # the four sends
+        self.assertEqual(fresh["putMessageFailedTimes"], "0")
+        self.assertTrue(fresh["putMessageEntireTimeMax"].isdigit() and fresh["getMessageEntireTimeMax"].isdigit())
         if ctx.stats.uptime() < 10:  # as in Java, a window longer than the uptime has no figure yet
             self.assertEqual((fresh["putTps"], fresh["getTotalTps"]), ("  ", "0.0 0.0 0.0"))
         ctx.stats.boot_ms -= 700_000  # every window has its samples from here on

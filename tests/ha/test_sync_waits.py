@@ -9,6 +9,7 @@ import signal
 import socket
 import unittest
 
+from rmqtx.common import fastjson
 from rmqtx.common.message import properties_to_string
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
@@ -141,6 +142,10 @@ class SyncMasterWaitsTest(unittest.TestCase):
         self.assertEqual(answered.remark, "reply message properties[REPLY_TO_CLIENT] is null")
         self.assertIn("msgId", answered.ext_fields)  # stored: Java's putOk takes FLUSH_SLAVE_TIMEOUT
         self.assertEqual(send.answer(10).code, ResponseCode.FLUSH_SLAVE_TIMEOUT)
+        # brokerStatus's slowest put is that send's wait for the slave, as in Java (its future includes it):
+        # min(slaveTimeout, syncFlushTimeout's default 5000 ms)
+        runtime = Conn(master.addr, RemotingCommand(RequestCode.GET_BROKER_RUNTIME_INFO)).answer(5)
+        self.assertGreaterEqual(int(fastjson.loads(runtime.body)["table"]["putMessageEntireTimeMax"]), 5000)
         slave.proc.send_signal(signal.SIGCONT)
         self.stopped = None
         wait_until(lambda: self._on_slave(master, slave, b"no wait"), 20, "the slave to catch up")

@@ -16,6 +16,7 @@ from rmqtx.store import mapped_file
 from rmqtx.store.committer import PyCommitter
 from rmqtx.store.record import decode_record, encode_batch_body, java_hash
 from rmqtx.store.replica import truncate_log
+from rmqtx.store.times import TIME_AT_SYNC, bucket
 
 from tests.client.support import wait_until
 
@@ -483,6 +484,34 @@ class _GroupCommit:
         after = yield self.store.put_message(msg("S", 1, b"after"))
         self.assertIs(after.status, PutStatus.PUT_OK)
         self.assertGreaterEqual(self.store.commitlog.queue.flushed_where, after.wrote_offset + after.wrote_bytes)
+
+    @defer.inlineCallbacks
+    def test_puts_are_timed_until_their_sync(self):
+        """brokerStatus's put times cover the group commit a SYNC_FLUSH put waits for, as Java's future does."""
+        yield self.store.put_message(msg("S", 0, b"warm"))
+        times = self.store.times
+        slow_before = sum(times.counts[bucket(150):])
+        committer = self.store.flush.committer
+        committer.hold()  # the next sync waits until release()
+        try:
+            slow = self.store.put_message(msg("S", 0, b"slow"))
+            waited = []
+            sent = self.store.append_message(msg("S", 1, b"send path"), None, TIME_AT_SYNC)
+            self.store.call_when_flushed(sent, lambda res, arg: waited.append(res.status), None)
+            yield task.deferLater(reactor, 0.2, lambda: None)
+            self.assertEqual(waited, [])
+        finally:
+            committer.release()
+        self.assertIs((yield slow).status, PutStatus.PUT_OK)
+        yield defer.ensureDeferred(wait_until(lambda: bool(waited), 5))
+        self.assertEqual(waited, [PutStatus.PUT_OK])
+        self.assertEqual(sum(times.counts[bucket(150):]) - slow_before, 2)
+        self.assertGreaterEqual(times.put_max, 150)
+        self.assertEqual(times.put_failed, 0)
+        # a caller that does not wait for the sync (the timer's delivery) is timed at once
+        count = sum(times.counts)
+        self.assertIs(self.store.append_message(msg("S", 2, b"unwaited")).status, PutStatus.PUT_OK)
+        self.assertEqual(sum(times.counts), count + 1)
 
     @defer.inlineCallbacks
     def test_rolling_files_are_handed_over(self):

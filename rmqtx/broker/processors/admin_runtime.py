@@ -31,11 +31,6 @@ ENABLE_KEY = "enableUpdateBrokerConfig"
 #: Settings rmqtx reads on every use, so changing them at run time is both safe and effective.
 UPDATABLE_KEYS = RUNTIME_KEYS
 VERSION_DESC = "V4_9_8"
-#: Java's put latency histogram; rmqtx does not time puts, so every bucket reads 0.
-DISTRIBUTE_TIME_UNMEASURED = " ".join(
-    f"[{b}]:0" for b in ("<=0ms", "0~10ms", "10~50ms", "50~100ms", "100~200ms", "200~500ms", "500ms~1s", "1~2s",
-                         "2~3s", "3~4s", "4~5s", "5~10s", "10s~")
-) + " "
 
 
 def _human_bytes(n: int) -> str:
@@ -115,6 +110,7 @@ class RuntimeAdminProcessor:
     def _runtime_table(self) -> JavaMap:
         """The keys of Java's ``prepareRuntimeInfo``; thread pool figures are 0, rmqtx has no pools."""
         store, cfg, stats = self.ctx.store, self.ctx.config, self.stats
+        times = store.times
         puts, gets = stats.broker_puts.total, stats.gets_transferred.total
         puts_today, puts_yesterday = stats.broker_puts.mornings()
         gets_today, gets_yesterday = stats.gets_transferred.mornings()
@@ -144,10 +140,10 @@ class RuntimeAdminProcessor:
                 "putMessageTimesTotal": str(puts),
                 "putMessageSizeTotal": str(size_total),
                 "putMessageAverageSize": str(size_total / puts if puts else 0.0),
-                "putMessageFailedTimes": zero,
-                "putMessageEntireTimeMax": zero,
-                "getMessageEntireTimeMax": zero,
-                "putMessageDistributeTime": DISTRIBUTE_TIME_UNMEASURED,
+                "putMessageFailedTimes": str(times.put_failed),
+                "putMessageEntireTimeMax": str(times.put_max),
+                "getMessageEntireTimeMax": str(times.get_max),
+                "putMessageDistributeTime": times.distribution(int(store.clock() * 1000)),
                 "putLatency99": "0.0",
                 "putLatency999": "0.0",
                 "commitLogMinOffset": str(store.min_phy_offset),

@@ -85,10 +85,11 @@ class ReplyProcessor:
                     born_host=born_host,
                     store_host=self.ctx.store_host,
                     reconsume_times=header.reconsumeTimes or 0,
-                )
+                ),
+                timed=False,
             )
             # Java's reply processor stores through the blocking putMessage: a SYNC_MASTER answers after the slave
-            result = await wait_for_replica(self.ctx.ha, put, header.properties or "")
+            result = self.ctx.store.put_done(await wait_for_replica(self.ctx.ha, put, header.properties or ""))
             if result.status in _STORED:
                 fields = SendMessageResponseHeader(result.msg_id, queue_id, result.queue_offset)
             else:

@@ -38,6 +38,7 @@ from rmqtx.remoting.headers import SendMessageRequestHeader, SendMessageResponse
 from rmqtx.remoting.protocol import RemotingProtocol
 from rmqtx.remoting.serializer import send_answer_frame
 from rmqtx.store.results import BatchToStore, MessageToStore, PutResult, PutStatus
+from rmqtx.store.times import TIME_AT_SYNC
 
 if TYPE_CHECKING:
     from twisted.internet import defer
@@ -185,6 +186,8 @@ class SendProcessor:
         refused = self.ctx.ha.before_put(header.properties or "")
         if refused is not None:  # controller mode: fewer in-sync replicas than minInSyncReplicas
             return self._answer(refused, request, reply_queue)
+        role = self.ctx.ha
+        sync_master = role is not None and role.sync_master
         if is_batch:
             d = store.put_messages(
                 BatchToStore(
@@ -196,10 +199,13 @@ class SendProcessor:
                     store_host=self.ctx.store_host,
                     body=request.body,
                     properties=properties_to_string(props),
-                )
+                ),
+                timed=not sync_master,
             )
             d.addCallback(self._counted, topic, props, False)
             d = wait_for_replica(self.ctx.ha, d, header.properties or "")
+            if sync_master:  # the put's time includes the slave's ack, as Java's does
+                d.addCallback(store.put_done)
             return d.addCallback(self._answer, request, reply_queue)
         cfg = self.ctx.config
         msg = MessageToStore(
@@ -214,12 +220,11 @@ class SendProcessor:
             (cfg.brokerIP1, cfg.listenPort),  # BrokerContext.store_host
             header.reconsumeTimes or 0,
         )
-        role = self.ctx.ha
-        if role is not None and role.sync_master:  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
-            d = store.put_message(msg).addCallback(self._counted, topic, props, is_half)
-            d = wait_for_replica(self.ctx.ha, d, header.properties or "")
+        if sync_master:  # SYNC_MASTER: the answer also waits for a slave, through Deferreds
+            d = store.put_message(msg, timed=False).addCallback(self._counted, topic, props, is_half)
+            d = wait_for_replica(self.ctx.ha, d, header.properties or "").addCallback(store.put_done)
             return d.addCallback(self._answer, request, reply_queue, recall)
-        result = store.append_message(msg, props)
+        result = store.append_message(msg, props, TIME_AT_SYNC)  # under SYNC_FLUSH it waits below
         if result.status is _PUT_OK:
             self.ctx.stats.on_put(topic, props, is_half, 1, result.wrote_bytes)
         if store.sync_flush and result.status is PutStatus.PUT_OK:

@@ -1,0 +1,67 @@
+"""How long the store's puts and gets take: the figures of Java's StoreStatsService that brokerStatus
+shows (putMessageEntireTimeMax, putMessageDistributeTime, putMessageFailedTimes, getMessageEntireTimeMax).
+
+Times are whole milliseconds, as Java's system clock gives them. A put is timed until its caller has
+its final result: at once under ASYNC_FLUSH, after the group commit under SYNC_FLUSH. The histogram
+starts again every 60 s (Java swaps it when it logs its TPS line); the maxima and the failure count
+never do.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+#: The histogram's labels, in Java's order and spelling.
+LABELS = ("<=0ms", "0~10ms", "10~50ms", "50~100ms", "100~200ms", "200~500ms", "500ms~1s", "1~2s", "2~3s",
+          "3~4s", "4~5s", "5~10s", "10s~")
+#: Upper bounds (exclusive, ms) of the buckets after the first: 0 ms or less is bucket 0.
+_UPPER = (10, 50, 100, 200, 500, 1000, 2000, 3000, 4000, 5000, 10000)
+WINDOW_MS = 60_000
+#: When MessageStore.append_message times a put: at once; once its group commit is done under
+#: SYNC_FLUSH (the caller waits with call_when_flushed); when the caller calls put_done.
+TIME_NOW, TIME_AT_SYNC, TIME_BY_CALLER = 0, 1, 2
+
+
+def bucket(elapsed_ms: int) -> int:
+    """The histogram bucket of one put's time."""
+    return 0 if elapsed_ms <= 0 else bisect_right(_UPPER, elapsed_ms) + 1
+
+
+class StoreTimes:
+    """Put and get times since the store started; methods take the clock's ``now_ms`` from the caller,
+    which read it anyway."""
+
+    def __init__(self, boot_ms: int) -> None:
+        self.counts = [0] * len(LABELS)
+        self.put_max = 0
+        self.get_max = 0
+        #: puts the commit log refused after the store took them (Java's putMessageFailedTimes)
+        self.put_failed = 0
+        self.boot_ms = boot_ms
+        #: when the histogram starts again (read inline on the send path)
+        self.window_end = boot_ms + WINDOW_MS
+
+    def put(self, elapsed_ms: int, now_ms: int, ok: bool = True) -> None:
+        """One put finished ``elapsed_ms`` after it began."""
+        if now_ms >= self.window_end:
+            self._roll(now_ms)
+        self.counts[bucket(elapsed_ms)] += 1
+        if elapsed_ms > self.put_max:
+            self.put_max = elapsed_ms
+        if not ok:
+            self.put_failed += 1
+
+    def get(self, elapsed_ms: int) -> None:
+        if elapsed_ms > self.get_max:
+            self.get_max = elapsed_ms
+
+    def distribution(self, now_ms: int) -> str:
+        """``putMessageDistributeTime`` as Java words it: ``[<=0ms]:N [0~10ms]:N ... [10s~]:N `` ."""
+        if now_ms >= self.window_end:
+            self._roll(now_ms)
+        return "".join(f"[{label}]:{n} " for label, n in zip(LABELS, self.counts))
+
+    def _roll(self, now_ms: int) -> None:
+        """A new 60-s window: windows stay aligned to the store's start, however long nothing came."""
+        self.counts = [0] * len(LABELS)
+        self.window_end += (now_ms - self.window_end) // WINDOW_MS * WINDOW_MS + WINDOW_MS
