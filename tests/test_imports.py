@@ -16,6 +16,7 @@ wrong as any other, and one that closes a cycle is a cycle.
 from __future__ import annotations
 
 import ast
+import functools
 import unittest
 from pathlib import Path
 
@@ -166,9 +167,15 @@ def console_grpc_importers(graph: dict[str, set[str]]) -> set[str]:
             and any(t.split(".")[0] == "rmqtx" and layer(t) in ("console", "grpc") for t in targets)}
 
 
+@functools.lru_cache(maxsize=1)
+def shared_graph() -> dict[str, set[str]]:
+    """import_graph() once per process: parsing every source file takes seconds (tests only read it)."""
+    return import_graph()
+
+
 class Graph(unittest.TestCase):
     def setUp(self) -> None:
-        self.graph = import_graph()
+        self.graph = shared_graph()
 
     def test_the_graph_is_read(self) -> None:
         store = self.graph["rmqtx.store.message_store"]
