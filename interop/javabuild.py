@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interop.drivers.base import REPO
+from testkit.buildlock import one_build_at_a_time
 
 JAVA_DIR = REPO / "interop" / "java"
 MAIN = "org.rmqtx.interop.Interop"
@@ -45,6 +46,7 @@ class JavaBuild:
         return os.pathsep.join([str(self.classes), *map(str, self.jars)])
 
 
+@one_build_at_a_time
 def maven_classpath(profile: str | None) -> tuple[str | None, str]:
     """The classpath Maven gave for this pom and profile before (while its jars are all there), else ask Maven."""
     pom = (JAVA_DIR / "pom.xml").read_bytes()
@@ -91,6 +93,7 @@ def _jars(classpath: str) -> list[Path]:
     return out
 
 
+@one_build_at_a_time
 def build(column: str) -> JavaBuild | str:
     """The column's classes and jars, or why there are none."""
     profile, env = COLUMNS[column]

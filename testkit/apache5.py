@@ -27,6 +27,7 @@ from pathlib import Path
 from testkit.ports import free_port
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
+from testkit.buildlock import one_build_at_a_time
 from testkit.standalone import call
 
 POM = Path(__file__).resolve().parent / "apache5" / "pom.xml"
@@ -52,6 +53,7 @@ def cache_dir() -> Path:
     return Path(base) / "rmqtx-apache5"
 
 
+@one_build_at_a_time
 def classpath() -> str:
     """The pom's classpath; resolved again whenever the pom changed or a cached jar is gone (a stamp alone
     would not notice a cleaned ~/.m2)."""

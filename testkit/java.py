@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from testkit import procs
+from testkit.buildlock import one_build_at_a_time
 from testkit.ha import Proc, wait_until
 from testkit.ports import free_port, port_free
 from testkit.standalone import REPO
@@ -64,6 +65,7 @@ def cache_dir() -> Path:
     return Path(os.environ.get("RMQTX_BENCH_CACHE", Path.home() / ".cache" / "rmqtx-bench")) / f"rocketmq-{VERSION}"
 
 
+@one_build_at_a_time
 def java_classpaths() -> dict[str, str]:
     """Classpaths of the 4.9.8 broker, NameServer and example module, built from the source release."""
     cache = cache_dir()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from testkit.apache5 import ApacheUnavailable
+from testkit.buildlock import one_build_at_a_time
 from testkit.standalone import REPO
 
 SRC = REPO / "testkit" / "javaproducer"
@@ -28,6 +29,7 @@ def cache_dir() -> Path:
     return Path(base) / "rmqtx-javaproducer"
 
 
+@one_build_at_a_time
 def classpath() -> str:
     """The client's classpath plus the compiled SyncSender; built again when the pom or the source changed
     or a cached jar is gone."""

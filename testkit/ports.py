@@ -7,6 +7,7 @@ neither of two brokers then binds one of the other's ports.
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import threading
@@ -28,12 +29,22 @@ def _ephemeral_low() -> int:
         return 0
 
 
+def _share(low: int) -> tuple[int, int]:
+    """The part of ``[_LOWEST, low)`` this process picks from: all of it, or under pytest-xdist this worker's
+    slice, since workers are separate processes that cannot see each other's record of ports handed out."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1):
+        return _LOWEST, low
+    index, span = int(worker[2:]) % int(count), (low - _LOWEST) // int(count)
+    return _LOWEST + index * span, _LOWEST + (index + 1) * span
+
+
 def _candidate(host: str) -> int:
     """A port bindable on ``host`` now: a random one below the ephemeral range, else one the kernel picks."""
-    low = _ephemeral_low()
-    if low - _LOWEST >= 4096:
+    first, end = _share(_ephemeral_low())
+    if end - first >= 4096:
         for _ in range(50):
-            port = random.randrange(_LOWEST, low - NEIGHBOURS)
+            port = random.randrange(first + NEIGHBOURS, end - NEIGHBOURS)
             if port_free(port, host):
                 return port
     with socket.socket() as sock:

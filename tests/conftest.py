@@ -107,18 +107,28 @@ def pytest_deselected(items: list) -> None:
     _state["deselected"] += len(items)
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
+def _check_floor(collected: int) -> None:
     # a tox env that runs a declared part of the suite on purpose (e.g. again without the C accelerator)
     # names it with RMQTX_SUBSET in its setenv, which sets its own floor; it still may not deselect, skip
     # or take -k/-m
-    if not strict():
-        return
     try:
         least = floor("pytest")
     except ValueError as e:
         raise pytest.UsageError(str(e)) from None
-    if len(session.items) < least:
-        raise pytest.UsageError(f"strict run collected {len(session.items)} tests, fewer than its floor {least}")
+    if collected < least:
+        raise pytest.UsageError(f"strict run collected {collected} tests, fewer than its floor {least}")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # under pytest-xdist (-n) each worker collects, and the controller checks what they collected (below)
+    if strict() and not hasattr(session.config, "workerinput"):
+        _check_floor(len(session.items))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    if strict():
+        _check_floor(len(ids))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -28,17 +28,31 @@ def tox_command(env: str) -> list[str]:
     return [sys.executable, *words[1:]]
 
 
+def without_workers(command: list[str]) -> list[str]:
+    """The pytest command without pytest-xdist's ``-n N`` and ``--dist MODE``: one process collects."""
+    out, skip = [], False
+    for word in command:
+        if skip:
+            skip = False
+        elif word in ("-n", "--dist"):
+            skip = True
+        else:
+            out.append(word)
+    return out
+
+
 def collected(env: str) -> int:
     """How many tests the env's command would run, collected without running them (not strict)."""
     command = tox_command(env)
     if command[1:3] == ["-m", "pytest"]:
-        command.append("--collect-only")
+        command = without_workers(command) + ["--collect-only"]
         pattern = r"^(\d+) tests? collected"
     else:  # python -m tests.trial_strict ... --trial-share: trial's dry run reports every test it would run
         assert command[1:3] == ["-m", "tests.trial_strict"], command
         command = [sys.executable, "-m", "twisted.trial", "--dry-run", *expand(command[-1:])]
         pattern = r"^Ran (\d+) tests? in"
-    env_vars = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS", "RMQTX_SUBSET")}
+    env_vars = {k: v for k, v in os.environ.items()
+                if k not in ("CI", "PYTEST_ADDOPTS", "RMQTX_SUBSET") and not k.startswith("PYTEST_XDIST_")}
     env_vars["RMQTX_STRICT"] = "0"
     proc = subprocess.run(command, cwd=REPO, env=env_vars, capture_output=True, text=True, timeout=600)
     found = re.findall(pattern, proc.stdout, re.M)

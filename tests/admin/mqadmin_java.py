@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from testkit.buildlock import one_build_at_a_time
+
 #: rocketmq-tools version -> the pom whose runtime classpath is that mqadmin
 POMS = {"4.9.8": Path(__file__).with_name("java") / "pom.xml", "5.5.0": Path(__file__).with_name("java5") / "pom.xml"}
 MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
@@ -90,6 +92,7 @@ def classpath(version: str = "4.9.8") -> str:
         return _classpaths[version]
 
 
+@one_build_at_a_time
 def batch_classes(version: str) -> str:
     """The directory holding MQAdminBatch compiled against rocketmq-tools ``version`` (once per process: the
     source launcher would compile it again in every JVM)."""
@@ -108,6 +111,7 @@ def batch_classes(version: str) -> str:
         return _batch_classes[version]
 
 
+@one_build_at_a_time
 def _resolve(version: str) -> str:
     mvn = shutil.which("mvn")
     if not mvn:

@@ -17,6 +17,7 @@ import threading
 from pathlib import Path
 
 from testkit import java as java498
+from testkit.buildlock import one_build_at_a_time
 from tests.admin.mqadmin_java import unavailable
 
 
@@ -50,6 +51,7 @@ def classpaths() -> dict[str, str]:
         return dict(_built)
 
 
+@one_build_at_a_time
 def _compile(classpath: str) -> Path:
     sources = sorted(SOURCES.rglob("*.java"))
     digest = hashlib.sha256(subprocess.run(["javac", "-version"], capture_output=True, text=True).stdout.encode())

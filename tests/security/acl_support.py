@@ -16,6 +16,7 @@ from rmqtx.acl.signing import sign_request
 from rmqtx.remoting.codes import RequestCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.serializer import decode_frame, encode_frame
+from testkit.buildlock import one_build_at_a_time
 from testkit.standalone import REPO, Standalone
 
 HERE = Path(__file__).resolve().parent
@@ -103,6 +104,7 @@ def max_offset(server: Standalone, topic: str, queue: int) -> int:
 _classpath: str | None = None
 
 
+@one_build_at_a_time
 def java_classpath() -> str:
     """The 4.9.8 client + acl jars, resolved by Maven from tests/security/java/pom.xml (once per run)."""
     global _classpath
@@ -121,6 +123,7 @@ JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 _scenario: list[str] | None = None
 
 
+@one_build_at_a_time
 def java_scenario(*props: str) -> list[str]:
     """``java FLAGS PROPS -cp ... AclScenario``: AclScenario.java compiled once per process (the source
     launcher would compile it again in every JVM, over a second of CPU each), with the JRE's own javac module."""
