@@ -92,7 +92,6 @@ def classpath(version: str = "4.9.8") -> str:
         return _classpaths[version]
 
 
-@one_build_at_a_time
 def batch_classes(version: str) -> str:
     """The directory holding MQAdminBatch compiled against rocketmq-tools ``version`` (once per process: the
     source launcher would compile it again in every JVM)."""

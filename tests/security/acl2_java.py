@@ -13,14 +13,12 @@ import tempfile
 from pathlib import Path
 
 from testkit.apache5 import classpath
-from testkit.buildlock import one_build_at_a_time
 
 HERE = Path(__file__).resolve().parent
 JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m")
 _compiled: list[str] | None = None
 
 
-@one_build_at_a_time
 def _command() -> list[str]:
     global _compiled
     if _compiled is None:

@@ -123,7 +123,6 @@ JVM_FLAGS = ("-Xshare:auto", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 _scenario: list[str] | None = None
 
 
-@one_build_at_a_time
 def java_scenario(*props: str) -> list[str]:
     """``java FLAGS PROPS -cp ... AclScenario``: AclScenario.java compiled once per process (the source
     launcher would compile it again in every JVM, over a second of CPU each), with the JRE's own javac module."""
