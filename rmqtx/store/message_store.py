@@ -395,6 +395,7 @@ class MessageStore:
             times = self.times
             if now == begin and now < times.window_end:  # StoreTimes.put's common case, inline (the send path)
                 times.counts[0] += 1
+                times.latency[0] += 1
             else:
                 times.put(now - begin, now)
         if req is not None:

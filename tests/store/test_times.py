@@ -5,7 +5,7 @@ from __future__ import annotations
 import unittest
 
 from rmqtx.store import PutStatus
-from rmqtx.store.times import LABELS, WINDOW_MS, StoreTimes, bucket
+from rmqtx.store.times import LABELS, LATENCY_EDGES, WINDOW_MS, StoreTimes, bucket, java_2f, latency_bucket, percentile
 
 from .helpers import TempStore, msg, put_sync
 
@@ -48,6 +48,41 @@ class WindowTest(unittest.TestCase):
         self.assertEqual(times.get_max, 3)
 
 
+class LatencyTest(unittest.TestCase):
+    """5.x's putLatency99 / putLatency999 (StoreStatsService.findPutMessageEntireTimePX)."""
+
+    def test_buckets_are_5x(self) -> None:
+        self.assertEqual(len(LATENCY_EDGES), 75)
+        self.assertEqual(LATENCY_EDGES[:3] + LATENCY_EDGES[19:22] + LATENCY_EDGES[-2:], (1, 2, 3, 20, 22, 24, 9000, 10000))
+        edges = {-3: 0, 0: 0, 1: 0, 2: 1, 20: 19, 21: 20, 22: 20, 23: 21, 50: 34, 51: 35, 10000: 74, 10001: 75}
+        self.assertEqual({ms: latency_bucket(ms) for ms in edges}, edges)
+
+    def test_percentile_interpolates_in_its_bucket(self) -> None:
+        counts = [0] * 76
+        self.assertEqual(percentile(counts, 0.99), 0.0)
+        counts[0], counts[latency_bucket(300)] = 990, 10  # 990 puts within 1 ms, 10 of 251-300 ms
+        self.assertEqual(percentile(counts, 0.99), 1.0)  # the 990th put: the whole first bucket
+        self.assertEqual(percentile(counts, 0.999), 295.0)  # the 9th of 10 in (250, 300]: 250 + 50 * 9/10
+        counts[75] = 1000  # half the puts over 10 s: the 999th of them in the unbounded bucket, whose Java long
+        # product (2**63 - 1 - 10000) * 998 wraps to -9,980,998: 10000 - 9980.998
+        self.assertAlmostEqual(percentile(counts, 0.999), 19.002, places=6)
+
+    def test_two_decimals_rounded_half_up(self) -> None:
+        self.assertEqual([java_2f(v) for v in (0.0, 0.125, 1.0, 295.0, 2.5e-3)], ["0.00", "0.13", "1.00", "295.00", "0.00"])
+
+    def test_the_last_whole_window_counts(self) -> None:
+        boot = 5_000
+        times = StoreTimes(boot)
+        for elapsed in [0] * 99 + [120]:
+            times.put(elapsed, boot + 10)
+        self.assertEqual(times.latency_percentile(0.99, boot + 20), "0.00")  # this window is not over yet
+        self.assertEqual(times.latency_percentile(0.99, boot + WINDOW_MS), "1.00")
+        self.assertEqual(times.latency_percentile(0.999, boot + WINDOW_MS + 1), "1.00")
+        self.assertEqual(times.latency_percentile(0.99, boot + 2 * WINDOW_MS), "0.00")  # a window without puts
+        times.put(40, boot + 2 * WINDOW_MS + 5)
+        self.assertEqual(times.latency_percentile(0.99, boot + 5 * WINDOW_MS), "0.00")  # idle for minutes since
+
+
 class Clock:
     def __init__(self) -> None:
         self.now = 1_800_000_000.0
@@ -85,8 +120,11 @@ class StorePutTimesTest(unittest.TestCase):
         self.assertEqual(times.counts[bucket(30)], 2)  # the good put and the body too large
         self.assertEqual(sum(times.counts), 2)
         self.assertEqual((times.put_max, times.put_failed), (30, 1))
+        self.assertEqual(times.latency[latency_bucket(30)], 2)
+        store.commitlog.put_message = real_put
         self.assertEqual(store.append_message(msg("T", 1, b"y")).status, PutStatus.PUT_OK)
         self.assertEqual(sum(times.counts), 3)
+        self.assertEqual((times.counts[0], times.latency[0], sum(times.latency)), (1, 1, 3))  # the inline 0-ms case
 
     def test_gets_are_timed(self) -> None:
         put_sync(self.store, msg("T", 0, b"x"))

@@ -110,7 +110,7 @@ class RuntimeAdminProcessor:
     def _runtime_table(self) -> JavaMap:
         """The keys of Java's ``prepareRuntimeInfo``; thread pool figures are 0, rmqtx has no pools."""
         store, cfg, stats = self.ctx.store, self.ctx.config, self.stats
-        times = store.times
+        times, now_ms = store.times, int(store.clock() * 1000)
         puts, gets = stats.broker_puts.total, stats.gets_transferred.total
         puts_today, puts_yesterday = stats.broker_puts.mornings()
         gets_today, gets_yesterday = stats.gets_transferred.mornings()
@@ -143,9 +143,9 @@ class RuntimeAdminProcessor:
                 "putMessageFailedTimes": str(times.put_failed),
                 "putMessageEntireTimeMax": str(times.put_max),
                 "getMessageEntireTimeMax": str(times.get_max),
-                "putMessageDistributeTime": times.distribution(int(store.clock() * 1000)),
-                "putLatency99": "0.0",
-                "putLatency999": "0.0",
+                "putMessageDistributeTime": times.distribution(now_ms),
+                "putLatency99": times.latency_percentile(0.99, now_ms),
+                "putLatency999": times.latency_percentile(0.999, now_ms),
                 "commitLogMinOffset": str(store.min_phy_offset),
                 "commitLogMaxOffset": str(store.max_phy_offset),
                 "commitLogDiskRatio": ratio,
