@@ -8,7 +8,9 @@ the roll window park in a nearer slot and go round again through the timer topic
 A message with TIMER_DEL_UNIQKEY ("realTopic+uniqKey", sent by RECALL_MESSAGE or a client) is linked
 into the same slot as the message it cancels, marked MAGIC_DELETE; reading a slot first collects
 those keys and then skips the messages they name, so a cancel holds across restarts (both are in
-the files).
+the files). No slot is read while the timer topic holds messages not linked yet, and a message goes
+into its slot until that slot is read: a cancel back from its roll slot after a pause or a restart
+still reaches its target's slot in time.
 All of it runs on the reactor in bounded batches; only syncing the files to disk runs in a thread.
 """
 
@@ -143,6 +145,10 @@ class TimerMessageService:
         self._running = False
         self._late_cancels: set[str] | None = None
         self._late_seen: dict[str, None] = {}  # cancels that came due before being linked, oldest first
+        #: The timer topic holds messages not linked yet. The dequeue reads no slot meanwhile, as Java's
+        #: write time waits for the enqueue: one of them (a cancel going round) may belong to that slot.
+        self._behind = True
+        self._dequeue_waits = False
         #: Units counted in the wheel from the read time on (Java's timerCongestNum), kept as they change.
         self.congest = 0
         self.enqueue_rate = TpsCounter(clock)
@@ -268,13 +274,17 @@ class TimerMessageService:
 
     # -- enqueue ------------------------------------------------------------------------------
     def _schedule_enqueue(self) -> None:
+        self._behind = True
         if self._enqueue_call is None or not self._enqueue_call.active():
             self._enqueue_call = self.reactor.callLater(0, self._enqueue)
 
     def _enqueue(self) -> None:
         """Link the next messages of the timer topic into the wheel (or deliver them when already due)."""
         files = self.files
-        if files is None or not self._running or self.cfg.timerStopEnqueue:
+        if files is None or not self._running:
+            return
+        if self.cfg.timerStopEnqueue:
+            self._caught_up()  # nothing will be linked: the dequeue goes on without it
             return
         store = self.store
         done = 0
@@ -287,7 +297,7 @@ class TimerMessageService:
             result = store.get_message(TIMER_TOPIC, 0, offset, 32)
             if not result.messages:
                 if result.next_begin_offset <= offset:
-                    break
+                    break  # nothing readable there now; what was readable is linked
                 offset = result.next_begin_offset
                 continue
             for raw, unit_offset in zip(result.messages, result.queue_offsets):
@@ -300,8 +310,16 @@ class TimerMessageService:
                 if not files.log.ready():
                     return
         self._moved(offset)
-        if offset < max_offset:
+        if done >= ENQUEUE_BATCH and offset < max_offset:
             self._schedule_enqueue()
+        else:
+            self._caught_up()
+
+    def _caught_up(self) -> None:
+        self._behind = False
+        if self._dequeue_waits:
+            self._dequeue_waits = False
+            self.reactor.callLater(0, self._dequeue)
 
     def _moved(self, offset: int) -> None:
         if offset != self.queue_offset and self.files is not None:
@@ -344,7 +362,7 @@ class TimerMessageService:
         now = int(self.clock() * 1000)
         write_ms = self._floor(now)
         cancel = TIMER_DEL_UNIQKEY in props
-        if due < write_ms:
+        if due < self.read_ms:  # its slot is read (Java asks whether it is due; a slot not read yet still serves)
             if cancel:  # Java drops it: its slot is read. Kept in mind for a message that went round after it
                 self._late_seen[props[TIMER_DEL_UNIQKEY]] = None
                 if len(self._late_seen) > LATE_CANCEL_LOOKAHEAD:
@@ -391,6 +409,9 @@ class TimerMessageService:
         check = files.check
         units = slots = 0
         while self.read_ms < write_ms and units < DEQUEUE_UNITS and slots < EMPTY_SLOTS:
+            if self._behind:
+                self._dequeue_waits = True  # the enqueue calls again once caught up
+                return
             slot_ms, first, last, num, _ = files.wheel.get(self.read_ms)
             slots += 1
             if slot_ms != -1:

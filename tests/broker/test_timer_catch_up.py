@@ -1,0 +1,122 @@
+"""The timer wheel catching up after a pause (a restart, a busy reactor): a cancel going round the
+roll window must still reach the slot of the message it cancels before that slot is read.
+
+A real store on real files; the reactor is a ``task.Clock`` and the wall clock a number the test
+moves, so which slot is read when is exact."""
+from __future__ import annotations
+
+import time
+
+from twisted.internet import task
+from twisted.trial import unittest
+
+from rmqtx.broker.timer import TIMER_DEL_UNIQKEY, TIMER_DELAY_MS, TIMER_DELIVER_MS, TimerMessageService
+from rmqtx.common.message import parse_properties
+from rmqtx.common.topics import TIMER_TOPIC
+from rmqtx.store.record import decode_record
+from rmqtx.store.timer import TimerConfig
+from tests.store.helpers import TempStore, msg
+
+P = 100  # precision, ms
+CFG = TimerConfig.from_properties({"timerPrecisionMs": str(P), "timerRollWindowSlot": "20",
+                                   "mappedFileSizeTimerLog": str(64 * 1024),
+                                   "timerFlushIntervalMs": str(3600 * 1000)})  # no sync thread: shutdown syncs
+T0 = 1_800_000_000_000  # a whole second: slots are easy to name
+
+
+class Wheel:
+    """One timer service over a store, with a clock the test moves."""
+
+    def __init__(self, ts: TempStore) -> None:
+        self.ts = ts
+        self.now_ms = T0
+        self.reactor = task.Clock()
+        self.timer = self.open()
+
+    def open(self) -> TimerMessageService:
+        timer = TimerMessageService(self.ts.store, self.ts.root, CFG, clock=lambda: self.now_ms / 1000,
+                                    reactor=self.reactor)
+        timer.load()
+        deadline = time.monotonic() + 10
+        while not timer.files.log.ready():  # the first timer log file is made in a thread
+            assert time.monotonic() < deadline, "timer log file never made"
+            time.sleep(0.01)
+        timer.start()
+        return timer
+
+    def restart(self) -> None:
+        self.timer.shutdown()
+        self.timer = self.open()
+
+    def send(self, body: str, **props: str) -> None:
+        props.setdefault("UNIQ_KEY", f"U-{body}")
+        topic, queue_id, refusal = self.timer.redirect("T", 0, props, 0)
+        assert refusal is None and topic == TIMER_TOPIC, refusal
+        result = self.ts.store.append_message(msg(TIMER_TOPIC, queue_id, body.encode(), tags=None, extra=props))
+        assert result.status.name == "PUT_OK", result.status
+
+    def at(self, ms: int) -> None:
+        """The wall clock jumps to ``ms``; the reactor then runs what is due (a busy reactor's catch-up)."""
+        self.now_ms = ms
+        for _ in range(200):
+            self.reactor.advance(0.01)
+
+    def delivered(self) -> list[str]:
+        store = self.ts.store
+        out = []
+        end = store.get_max_offset_in_queue("T", 0)
+        if end > 0:
+            for raw in store.get_message("T", 0, 0, end).messages:
+                out.append(decode_record(raw).body.decode())
+        return out
+
+
+class CatchUpTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.ts = TempStore()
+        self.addCleanup(self.ts.close)
+        self.wheel = Wheel(self.ts)
+        self.addCleanup(lambda: self.wheel.timer.shutdown())
+
+    def send_and_cancel(self) -> int:
+        """A message due 3.1 s on, and its cancel one slot later: both roll (window 2 s), in two roll slots."""
+        w = self.wheel
+        w.send("target", **{TIMER_DELAY_MS: "3100"})
+        w.at(T0 + P)  # linked at T0 + 0.1 s, rolling, into the slot of T0 + 2.1 s
+        due = T0 + 3100 - P  # a due time on a slot boundary is stored one slot earlier, as Java does
+        w.send("cancel", **{TIMER_DEL_UNIQKEY: "T+U-target", TIMER_DELIVER_MS: str(due + 1), "UNIQ_KEY": "U-target"})
+        w.at(T0 + 2 * P)  # linked at T0 + 0.2 s, rolling, into the slot of T0 + 2.2 s
+        return due
+
+    def test_cancel_in_a_later_roll_slot_after_a_pause(self) -> None:
+        w = self.wheel
+        due = self.send_and_cancel()
+        w.at(T0 + 2000 + 2 * P)  # only the target's roll slot is read: it goes round, into its own slot
+        self.assertEqual(w.delivered(), [])
+        w.at(due + 2000)  # a pause: the cancel's roll slot and the target's slot are both behind
+        self.assertEqual(w.delivered(), [])
+        self.assertEqual(w.timer.runtime_figures()["timerOffsetBehind"], "0")
+
+    def test_cancel_in_a_later_roll_slot_across_a_restart(self) -> None:
+        w = self.wheel
+        due = self.send_and_cancel()
+        w.at(T0 + 2000 + 2 * P)
+        w.restart()
+        w.at(due + 5000)
+        self.assertEqual(w.delivered(), [])
+
+    def test_both_roll_slots_behind(self) -> None:
+        """Both go round during the catch-up; each copy is then past due, yet no slot after them was read."""
+        w = self.wheel
+        due = self.send_and_cancel()
+        w.at(due + 2000)
+        self.assertEqual(w.delivered(), [])
+
+    def test_uncancelled_messages_still_come_after_a_pause(self) -> None:
+        w = self.wheel
+        for i, delay in enumerate((500, 1500, 3100, 3900)):
+            w.send(f"m{i}", **{TIMER_DELAY_MS: str(delay)})
+        w.at(T0 + 10_000)
+        self.assertEqual(sorted(w.delivered()), ["m0", "m1", "m2", "m3"])
+        for raw in self.ts.store.get_message("T", 0, 0, 4).messages:
+            self.assertNotIn("TIMER_DEL_UNIQKEY", parse_properties(decode_record(raw).properties))
