@@ -16,6 +16,7 @@ All of it runs on the reactor in bounded batches; only syncing the files to disk
 
 from __future__ import annotations
 
+import random
 import re
 import time
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
@@ -91,6 +92,17 @@ def is_timer_request(props: dict[str, str]) -> bool:
 def delete_key(real_topic: str, uniq_key: str) -> str:
     """The TIMER_DEL_UNIQKEY value that cancels the timer message ``uniq_key`` of ``real_topic``."""
     return f"{real_topic}+{uniq_key}"
+
+
+def flow_controlled(num: int, limit: int, draw: Callable[[int], int] = random.randrange) -> bool:
+    """Java's TimerMessageStore.isReject for a slot holding ``num`` units (timerCongestNumEachSlot =
+    ``limit``): never up to the limit, always from twice it, and between the two by a draw that, as in
+    Java, refuses less often the fuller the slot is."""
+    if num <= limit:
+        return False
+    if num >= limit * 2:
+        return True
+    return draw(1000) > 1000 * (num - limit) / (limit + 0.1)
 
 
 def _cancels(magic: int) -> bool:
@@ -186,6 +198,12 @@ class TimerMessageService:
             return topic, queue_id, self._illegal()
         p = self.precision
         deliver = deliver - p if deliver % p == 0 else deliver // p * p
+        limit = self.cfg.timerCongestNumEachSlot
+        if self.files is not None and flow_controlled(self.files.wheel.get(deliver)[3], limit):
+            return topic, queue_id, Refusal(
+                ResponseCode.SYSTEM_ERROR,
+                f"timer message is under flow control, max num limit is {limit * 2} or the current value is greater "
+                f"than {limit} and less than {limit * 2}, trigger random flow control")
         props[TIMER_OUT_MS] = str(deliver)
         props[PROPERTY_REAL_TOPIC] = topic
         props[PROPERTY_REAL_QUEUE_ID] = str(queue_id)
@@ -603,4 +621,5 @@ def timer_config(props: dict[str, str]) -> TimerConfig:
     return TimerConfig.from_properties(props)
 
 
-__all__ = ["TimerMessageService", "TIMER_TOPIC", "TIMER_DEL_UNIQKEY", "Refusal", "delete_key", "is_timer_request", "timer_config"]
+__all__ = ["TimerMessageService", "TIMER_TOPIC", "TIMER_DEL_UNIQKEY", "Refusal", "delete_key", "flow_controlled",
+           "is_timer_request", "timer_config"]

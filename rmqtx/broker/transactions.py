@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from twisted.internet import defer, task
 from twisted.logger import Logger
+from twisted.python.failure import Failure
 
 from rmqtx.broker.reput import committed_copy
 from rmqtx.broker.timer import is_timer_request
@@ -172,15 +173,24 @@ class TransactionService:
         self.resolved_offsets.add(half.queue_offset)
         if state != TRANSACTION_COMMIT:
             return self._write_op(half).addCallback(lambda _: half)
-        return self._put_final(half, props).addCallback(self._committed, half, uniq)
+        return self._put_final(half, props).addCallbacks(self._committed, self._not_committed,
+                                                         callbackArgs=(half, uniq), errbackArgs=(half, uniq))
 
     def _committed(self, result: PutResult, half: Record, uniq: str) -> "defer.Deferred[Any]":
         """Java writes the op record (and answers SUCCESS) only for a commit the store took; else the half stays."""
         if result.status not in _COMMITTED:
-            self.resolved_offsets.discard(half.queue_offset)
-            self.resolved_ids.discard(uniq)
+            self._unresolve(half, uniq)
             raise _commit_failure(result.status, self.config.maxMessageSize)
         return self._write_op(half).addCallback(lambda _: half)
+
+    def _not_committed(self, failure: Failure, half: Record, uniq: str) -> Failure:
+        """A commit refused before the store (the timer's checks): the half stays, to be checked back."""
+        self._unresolve(half, uniq)
+        return failure
+
+    def _unresolve(self, half: Record, uniq: str) -> None:
+        self.resolved_offsets.discard(half.queue_offset)
+        self.resolved_ids.discard(uniq)
 
     def _put_final(self, half: Record, props: dict[str, str]) -> "defer.Deferred[PutResult]":
         """The committed copy on its real topic; a DELAY level still in it sends it through the schedule topic, as in Java."""
@@ -189,7 +199,9 @@ class TransactionService:
         redirected = False
         if timer is not None and is_timer_request(routing):
             topic, queue_id, refusal = timer.redirect(copy.topic, copy.queue_id, routing, copy.sys_flag)
-            if refusal is None and topic != copy.topic:
+            if refusal is not None:  # Java's store hook answers the commit with it
+                return defer.fail(TransactionError(refusal.remark, refusal.code))
+            if topic != copy.topic:
                 copy.topic, copy.queue_id, copy.properties = topic, queue_id, properties_to_string(routing)
                 redirected = True
         if self.schedule is not None and not redirected:

@@ -189,6 +189,27 @@ class TransactionWireTest(unittest.TestCase):
     def test_committed_copy_with_delay_level_is_scheduled(self):
         return defer.ensureDeferred(self._commit_delayed())
 
+    async def _commit_past_the_timers_max(self) -> None:
+        """A half is not checked against the timer; its commit is, as Java's store hook checks the copy."""
+        self.answer_checks = False
+        half = await send(self.client, self.addr, "T_tx", b"too far", TRAN_MSG="true", PGROUP="P_tx", UNIQ_KEY="U8",
+                          TAGS="TagTx", TIMER_DELAY_SEC=str(4 * 24 * 3600))
+        self.assertEqual(half.code, ResponseCode.SUCCESS, half.remark)
+        from rmqtx.store.record import decode_offset_msg_id
+
+        offset = decode_offset_msg_id(half.ext_fields["msgId"])[2]
+        header = EndTransactionRequestHeader("P_tx", int(half.ext_fields["queueOffset"]), offset, 8, False, "x")
+        resp = await self.client.invoke(self.addr, header.apply_to(RemotingCommand(RequestCode.END_TRANSACTION)))
+        self.assertEqual((resp.code, resp.remark), (ResponseCode.MESSAGE_ILLEGAL, (
+            "timer message illegal, the delay time should not be bigger than the max delay 259200000ms; "
+            "or if set del msg, the delay time should be bigger than the current time")))
+        await self._barrier()
+        self.assertEqual((self._visible(), self._ops()), ([], []))  # nothing delivered; the half is still open
+        self.assertEqual(self.cluster.broker.ctx.store.get_max_offset_in_queue("rmq_sys_wheel_timer", 0), 0)
+
+    def test_commit_refused_by_the_timer_leaves_the_half_open(self):
+        return defer.ensureDeferred(self._commit_past_the_timers_max())
+
     async def _check_back(self) -> None:
         await self._heartbeat()
         await self._half(b"unknown", "U3")

@@ -1,16 +1,18 @@
-"""The timer wheel catching up after a pause (a restart, a busy reactor): a cancel going round the
-roll window must still reach the slot of the message it cancels before that slot is read.
+"""The timer service on a real store with real files; the reactor is a ``task.Clock`` and the wall
+clock a number the test moves, so which slot is read when is exact.
 
-A real store on real files; the reactor is a ``task.Clock`` and the wall clock a number the test
-moves, so which slot is read when is exact."""
+- Catching up after a pause (a restart, a busy reactor): a cancel going round the roll window must
+  still reach the slot of the message it cancels before that slot is read.
+- timerCongestNumEachSlot: Java's flow control of a crowded slot."""
 from __future__ import annotations
 
+import dataclasses
 import time
 
 from twisted.internet import task
 from twisted.trial import unittest
 
-from rmqtx.broker.timer import TIMER_DEL_UNIQKEY, TIMER_DELAY_MS, TIMER_DELIVER_MS, TimerMessageService
+from rmqtx.broker.timer import TIMER_DEL_UNIQKEY, TIMER_DELAY_MS, TIMER_DELIVER_MS, TimerMessageService, flow_controlled
 from rmqtx.common.message import parse_properties
 from rmqtx.common.topics import TIMER_TOPIC
 from rmqtx.store.record import decode_record
@@ -27,14 +29,15 @@ T0 = 1_800_000_000_000  # a whole second: slots are easy to name
 class Wheel:
     """One timer service over a store, with a clock the test moves."""
 
-    def __init__(self, ts: TempStore) -> None:
+    def __init__(self, ts: TempStore, cfg: TimerConfig = CFG) -> None:
         self.ts = ts
+        self.cfg = cfg
         self.now_ms = T0
         self.reactor = task.Clock()
         self.timer = self.open()
 
     def open(self) -> TimerMessageService:
-        timer = TimerMessageService(self.ts.store, self.ts.root, CFG, clock=lambda: self.now_ms / 1000,
+        timer = TimerMessageService(self.ts.store, self.ts.root, self.cfg, clock=lambda: self.now_ms / 1000,
                                     reactor=self.reactor)
         timer.load()
         deadline = time.monotonic() + 10
@@ -48,12 +51,16 @@ class Wheel:
         self.timer.shutdown()
         self.timer = self.open()
 
-    def send(self, body: str, **props: str) -> None:
+    def send(self, body: str, **props: str) -> str | None:
+        """Stores a timer message as the send path does; the refusal's remark, if refused."""
         props.setdefault("UNIQ_KEY", f"U-{body}")
         topic, queue_id, refusal = self.timer.redirect("T", 0, props, 0)
-        assert refusal is None and topic == TIMER_TOPIC, refusal
+        if refusal is not None:
+            return f"{refusal.code} {refusal.remark}"
+        assert topic == TIMER_TOPIC
         result = self.ts.store.append_message(msg(TIMER_TOPIC, queue_id, body.encode(), tags=None, extra=props))
         assert result.status.name == "PUT_OK", result.status
+        return None
 
     def at(self, ms: int) -> None:
         """The wall clock jumps to ``ms``; the reactor then runs what is due (a busy reactor's catch-up)."""
@@ -120,3 +127,32 @@ class CatchUpTest(unittest.TestCase):
         self.assertEqual(sorted(w.delivered()), ["m0", "m1", "m2", "m3"])
         for raw in self.ts.store.get_message("T", 0, 0, 4).messages:
             self.assertNotIn("TIMER_DEL_UNIQKEY", parse_properties(decode_record(raw).properties))
+
+
+class FlowControlTest(unittest.TestCase):
+    def test_javas_draw_between_the_limit_and_twice_it(self) -> None:
+        self.assertFalse(flow_controlled(2, 2, lambda n: 999))
+        self.assertTrue(flow_controlled(4, 2, lambda n: 0))
+        # 1000 * (3 - 2) / 2.1 = 476.2: a draw above it refuses
+        self.assertTrue(flow_controlled(3, 2, lambda n: 477))
+        self.assertFalse(flow_controlled(3, 2, lambda n: 476))
+        self.assertFalse(flow_controlled(2**31 - 1, 2**31 - 1))  # Java's default: never
+
+    def test_a_crowded_slot_refuses_and_others_do_not(self) -> None:
+        ts = TempStore()
+        self.addCleanup(ts.close)
+        wheel = Wheel(ts, dataclasses.replace(CFG, timerCongestNumEachSlot=2))
+        self.addCleanup(lambda: wheel.timer.shutdown())
+        at = str(T0 + 1500 + 1)
+        answers = []
+        for i in range(6):
+            answers.append(wheel.send(f"m{i}", **{TIMER_DELIVER_MS: at}))
+            wheel.reactor.advance(0)  # linked, as after the send's reactor turn
+        self.assertEqual(answers[:3], [None] * 3)  # up to the limit, and the one that reaches past it
+        refused = ("1 timer message is under flow control, max num limit is 4 or the current value is greater "
+                   "than 2 and less than 4, trigger random flow control")
+        self.assertEqual(answers[-1], refused)  # the slot holds 4 by then at the latest
+        self.assertEqual(set(answers[3:]) - {None, refused}, set())
+        self.assertIsNone(wheel.send("other", **{TIMER_DELIVER_MS: str(T0 + 1600 + 1)}))
+        wheel.at(T0 + 2000)
+        self.assertEqual(len(wheel.delivered()), 1 + answers.count(None))
