@@ -75,8 +75,7 @@ class ConfigFiles(service.Service):
         ctx.groups.load()
         ctx.offsets.load()
         ctx.schedule.load()
-        if not ctx.config.is_slave or ctx.config.controller.enabled:  # controller mode: may become master
-            ctx.timer.load()
+        ctx.timer.load()  # a slave's timer follows the master's, to deliver if it takes over
         ctx.transactions.load()
         ctx.filters.load()
         super().startService()
@@ -204,7 +203,7 @@ class RemotingListener(service.Service):
 
 class Deliveries(service.Service):
     """Delay levels, timer messages and transaction check-backs: started on a master only (a slave neither
-    delivers delayed messages nor checks transactions), stopped on either."""
+    delivers delayed messages nor checks transactions; its timer follows the master's), stopped on either."""
 
     name = "schedule, timer, transactions"
 
@@ -216,6 +215,8 @@ class Deliveries(service.Service):
             self.ctx.schedule.start()
             self.ctx.timer.start()
             self.ctx.transactions.start()
+        else:
+            self.ctx.timer.follow()
         super().startService()
 
     async def _stop(self) -> None:

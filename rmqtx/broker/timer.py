@@ -11,6 +11,9 @@ those keys and then skips the messages they name, so a cancel holds across resta
 the files). No slot is read while the timer topic holds messages not linked yet, and a message goes
 into its slot until that slot is read: a cancel back from its roll slot after a pause or a restart
 still reaches its target's slot in time.
+A slave follows (Java's shouldRunningDequeue false): it links the replicated timer topic into its own
+wheel as far as the master has linked it, delivers nothing, and takes the master's read time from
+GET_TIMER_CHECK_POINT (SlaveSynchronize); promoted, it delivers from that read time on.
 All of it runs on the reactor in bounded batches; only syncing the files to disk runs in a thread.
 """
 
@@ -67,6 +70,9 @@ EMPTY_SLOTS = 4096
 LATE_CANCEL_LOOKAHEAD = 1024
 #: Java checks every 30 s for timer log files that only name deleted messages.
 CLEAN_INTERVAL_S = 30.0
+#: Rolls of the old master remembered by a slave (a roll window's worth on a busy broker is more: then a
+#: takeover may put some back twice, as Java's does).
+WENT_ROUND_KEPT = 1 << 16
 _LONG = re.compile(r"[+-]?[0-9]+\Z")
 
 
@@ -154,7 +160,12 @@ class TimerMessageService:
         self._sync_d: defer.Deferred[None] | None = None
         self._dirty = True
         self._slot_chain: tuple[tuple[int, int, int], list[tuple], dict[str, str]] | None = None
+        self._cancelled: set[str] = set()  # keys of the slot being read that found their message
         self._running = False
+        self.following = False  # a slave's timer: links, delivers nothing
+        #: (realTopic+uniqKey, TIMER_ROLL_TIMES) of the copies the master put back on the timer topic, seen while
+        #: following: taking over from an older read time, a roll the old master made is not made again.
+        self._went_round: dict[tuple[str, str], None] = {}
         self._late_cancels: set[str] | None = None
         self._late_seen: dict[str, None] = {}  # cancels that came due before being linked, oldest first
         #: The timer topic holds messages not linked yet. The dequeue reads no slot meanwhile, as Java's
@@ -256,13 +267,53 @@ class TimerMessageService:
                  read=self.read_ms, offset=self.queue_offset, pos=files.log.write_pos)
 
     def start(self) -> None:
+        """Deliver (a master): from the read time on, the master's last one when this broker followed it."""
+        if self.files is None:
+            return
+        if self.following:  # promoted: nothing past what the old master linked was linked here
+            self.stop()
+            self.following = False
+            check = self.files.check
+            self.queue_offset = min(self.queue_offset, check.master_queue_offset)
+            self.read_ms = self._floor(check.last_read_time_ms) or self.read_ms
+            check.set(last_read_time_ms=self.read_ms, last_queue_offset=self.queue_offset,
+                      master_queue_offset=self.queue_offset)
+            self.congest = self.files.wheel.count_from(self.read_ms)
+            self._slot_chain = None
+            self._dirty = True
+            log.info("timer wheel delivers from {read}, timer queue offset {offset}", read=self.read_ms,
+                     offset=self.queue_offset)
+        elif self._running:
+            return
+        self._run((self._dequeue, max(0.005, self.precision / 10000)), (self._enqueue, 0.1),
+                  (self._sync, self.cfg.timerFlushIntervalMs / 1000), (self._clean, CLEAN_INTERVAL_S))
+
+    def follow(self) -> None:
+        """Link, deliver nothing (a slave, or a master that became one)."""
+        if self.files is None or (self._running and self.following):
+            return
+        self.stop()
+        self.following = True
+        self._run((self._enqueue, 0.1), (self._sync, self.cfg.timerFlushIntervalMs / 1000))
+
+    def follow_master(self, last_read_time_ms: int, master_queue_offset: int) -> None:
+        """The master's checkpoint, read by SlaveSynchronize: how far it delivered and how far it linked."""
+        files = self.files
+        if files is None or not self.following:
+            return
+        self.read_ms = self._floor(last_read_time_ms)
+        files.check.set(last_read_time_ms=self.read_ms, slot_done=0, master_queue_offset=master_queue_offset)
+        self._dirty = True
+        if self._running:
+            self._schedule_enqueue()
+
+    def _run(self, *loops: tuple[Callable[[], None], float]) -> None:
         if self.reactor is None:
             from twisted.internet import reactor
 
             self.reactor = reactor
         self._running = True
-        for fn, seconds in ((self._dequeue, max(0.005, self.precision / 10000)), (self._enqueue, 0.1),
-                            (self._sync, self.cfg.timerFlushIntervalMs / 1000), (self._clean, CLEAN_INTERVAL_S)):
+        for fn, seconds in loops:
             loop = task.LoopingCall(fn)
             loop.clock = self.reactor
             loop.start(seconds, now=False)
@@ -309,6 +360,8 @@ class TimerMessageService:
         self._late_cancels = None
         offset = max(self.queue_offset, store.get_min_offset_in_queue(TIMER_TOPIC, 0))
         max_offset = store.get_max_offset_in_queue(TIMER_TOPIC, 0)
+        if self.following:  # what the master has not linked yet it may deliver at once: not linked here
+            max_offset = min(max_offset, files.check.master_queue_offset)
         while offset < max_offset and done < ENQUEUE_BATCH:
             if not files.log.ready():
                 return  # the next timer log file is being made in a thread; the loop comes back
@@ -319,6 +372,8 @@ class TimerMessageService:
                 offset = result.next_begin_offset
                 continue
             for raw, unit_offset in zip(result.messages, result.queue_offsets):
+                if unit_offset >= max_offset:
+                    break
                 if not self._enqueue_one(raw, unit_offset):
                     self._moved(unit_offset)
                     return  # the real topic refused a due message: try again later
@@ -343,7 +398,10 @@ class TimerMessageService:
         if offset != self.queue_offset and self.files is not None:
             self.queue_offset = offset
             self._dirty = True
-            self.files.check.set(last_queue_offset=offset, master_queue_offset=offset)
+            if self.following:
+                self.files.check.set(last_queue_offset=offset)
+            else:
+                self.files.check.set(last_queue_offset=offset, master_queue_offset=offset)
 
     def _cancels_ahead(self, offset: int) -> set[str]:
         """TIMER_DEL_UNIQKEY values in the timer topic from ``offset`` on (a bounded look, once per enqueue call)."""
@@ -380,7 +438,14 @@ class TimerMessageService:
         now = int(self.clock() * 1000)
         write_ms = self._floor(now)
         cancel = TIMER_DEL_UNIQKEY in props
-        if due < self.read_ms:  # its slot is read (Java asks whether it is due; a slot not read yet still serves)
+        if self.following:  # linked as the master linked it when it was stored, past due or not
+            write_ms = self._floor(rec.store_timestamp)
+            rolls, uniq = props.get(TIMER_ROLL_TIMES), props.get(PROPERTY_UNIQ_KEY)
+            if rolls is not None and uniq is not None:
+                self._went_round[(delete_key(props.get(PROPERTY_REAL_TOPIC, ""), uniq), rolls)] = None
+                if len(self._went_round) > WENT_ROUND_KEPT:
+                    del self._went_round[next(iter(self._went_round))]
+        elif due < self.read_ms:  # its slot is read (Java asks whether it is due; a slot not read yet still serves)
             if cancel:  # Java drops it: its slot is read. Kept in mind for a message that went round after it
                 self._late_seen[props[TIMER_DEL_UNIQKEY]] = None
                 if len(self._late_seen) > LATE_CANCEL_LOOKAHEAD:
@@ -439,6 +504,8 @@ class TimerMessageService:
                 else:
                     chain = self._chain(first, last)
                     cancels = self._cancel_keys(chain)
+                    if cached is None or cached[0][0] != self.read_ms:
+                        self._cancelled = set()
                     self._slot_chain = ((self.read_ms, first, last), chain, cancels)
                 start = check.slot_done if check.last_read_time_ms == self.read_ms else 0
                 for i in range(start, len(chain)):
@@ -448,7 +515,9 @@ class TimerMessageService:
                         return
                     units += 1
                     check.set(last_read_time_ms=self.read_ms, slot_done=i + 1)
-                for real_topic in cancels.values():  # cancels that found nothing: the count they took back returns
+                for key, real_topic in cancels.items():  # cancels that found nothing: the count they took back returns
+                    if key in self._cancelled:
+                        continue
                     files.metrics.add(real_topic, 1)
                 self.congest -= num
             self.read_ms += self.precision
@@ -506,10 +575,21 @@ class TimerMessageService:
         props = parse_properties(rec.properties)
         real_topic = props.get(PROPERTY_REAL_TOPIC, "")
         uniq = props.get(PROPERTY_UNIQ_KEY)
-        if cancels and uniq is not None and cancels.pop(delete_key(real_topic, uniq), None) is not None:
+        key = None if uniq is None or not cancels else delete_key(real_topic, uniq)
+        if key is not None and key in cancels:  # every copy it names (a roll read twice, across a takeover)
+            if key in self._cancelled and self.files is not None:
+                self.files.metrics.add(real_topic, -1)  # a second copy: the cancel took one off the count, not two
+            self._cancelled.add(key)
             log.debug("timer message {uniq} of {topic} cancelled; not delivered", uniq=uniq, topic=real_topic)
-            return True  # the cancel already took it off the count
+            return True
         roll = bool(magic & MAGIC_ROLL)
+        if roll and self._went_round and uniq is not None:
+            again = (delete_key(real_topic, uniq), str(int(props.get(TIMER_ROLL_TIMES, "0") or 0) + 1))
+            if again in self._went_round:
+                log.debug("timer message {uniq} went round on the old master already", uniq=uniq)
+                if self.files is not None:
+                    self.files.metrics.add(real_topic, -1)  # its copy is counted where it is linked
+                return True
         ok = self._deliver(rec, props, str(enqueue_ms), roll, now)
         if ok and self.files is not None:  # a rolled one counts again when it is linked again
             self.files.metrics.add(real_topic, 1 if magic & MAGIC_DELETE else -1)

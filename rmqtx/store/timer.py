@@ -37,6 +37,8 @@ UNIT_SIZE = UNIT.size  # 52
 BLANK = struct.Struct(">iqi")
 BLANK_MAGIC = (0xBBCCDDEE ^ (1880681586 + 8)) - (1 << 32)  # Java's int of that expression
 CHECK = struct.Struct(">qqqqqqqq")
+#: Java's TimerCheckpoint.encode, what GET_TIMER_CHECK_POINT answers: the first seven (no slot progress).
+CHECKPOINT_WIRE = struct.Struct(">7q")
 CHECK_PAGE = 4096
 WHEEL_TTL_DAYS = 7
 SLOTS_TOTAL = WHEEL_TTL_DAYS * 24 * 3600
@@ -376,5 +378,5 @@ class TimerFiles:
         self.check.close()
 
 
-__all__ = ["TimerConfig", "TimerFiles", "TimerWheel", "TimerLog", "TimerCheckpoint", "TimerMetrics", "UNIT", "UNIT_SIZE",
+__all__ = ["CHECKPOINT_WIRE", "TimerConfig", "TimerFiles", "TimerWheel", "TimerLog", "TimerCheckpoint", "TimerMetrics", "UNIT", "UNIT_SIZE",
            "MAGIC_DEFAULT", "MAGIC_ROLL", "MAGIC_DELETE", "SLOTS_TOTAL", "BLANK_SLOTS", "KEYS"]

@@ -34,7 +34,7 @@ RECORDED = {
     SubscriptionGroupManager: ["load"],
     ConsumerOffsetManager: ["load", "persist_now"],
     ScheduleMessageService: ["load", "start", "stop", "persist_now"],
-    TimerMessageService: ["load", "start", "drain", "shutdown"],
+    TimerMessageService: ["load", "start", "follow", "drain", "shutdown"],
     TransactionService: ["load", "start", "stop"],
     ConsumerFilterManager: ["load", "persist_now"],
     PopService: ["load", "start", "stop"],
@@ -140,12 +140,12 @@ class ServiceOrderTest(unittest.TestCase):
     async def _slave(self) -> None:
         cluster = self._cluster(brokerRole="SLAVE", brokerId="1")
         self._start(cluster)
-        self.assertEqual(self.calls, [*[c for c in LOADS if c != "TimerMessageService.load"], "MessageStore.start",
-                                      "PopService.load", "PopService.start", "HARole.start", "TopicConfigManager.persist",
+        self.assertEqual(self.calls, [*LOADS, "MessageStore.start", "PopService.load", "TimerMessageService.follow",
+                                      "PopService.start", "HARole.start", "TopicConfigManager.persist",
                                       "NamesrvRegistrar.start"])
         self.assertEqual(await self._stop_recorded(cluster), ["stop listening", *STOPS])  # a slave stops them all the same
 
-    def test_slave_starts_no_schedule_timer_or_transactions(self):
+    def test_slave_starts_no_schedule_or_transactions_and_its_timer_follows(self):
         return defer.ensureDeferred(self._slave())
 
     async def _failed_start(self) -> None:

@@ -97,6 +97,8 @@ class HARole:
             try:
                 if master:
                     part.start()
+                elif part is ctx.timer:
+                    part.follow()  # links what the new master links, to deliver if this broker takes over again
                 else:
                     part.stop()
             except Exception as e:  # noqa: BLE001 - one part failing must not stop the role change

@@ -1,7 +1,8 @@
 """A slave's copy of the master's tables (Java's SlaveSynchronize), fetched every 10 s.
 
 Topics and subscription groups are replaced when the master's data version differs, consumer
-offsets are merged per topic@group, the delay offsets file is overwritten and reloaded.
+offsets are merged per topic@group, the delay offsets file is overwritten and reloaded. The timer's
+checkpoint (how far the master delivered and linked) is read every second, as Java reads it more often.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from rmqtx.broker.topics import DataVersion
 from rmqtx.common.topic_config import TopicConfig
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
+from rmqtx.store.timer import CHECKPOINT_WIRE
 
 if TYPE_CHECKING:
     from rmqtx.broker.core import BrokerCore
@@ -28,6 +30,8 @@ log = Logger(namespace="rmqtx.broker.ha.sync")
 FIRST_SECONDS = 3.0
 PERIOD_SECONDS = 10.0
 TIMEOUT_SECONDS = 3.0
+#: Java reads it every 3 s; each second here: a slave that takes over repeats what the master delivered since.
+TIMER_PERIOD_SECONDS = 1.0
 
 
 def _version(data: dict) -> tuple[int, int]:
@@ -44,11 +48,17 @@ class SlaveSynchronize:
         self.rounds = 0
         self._loop: task.LoopingCall | None = None
         self._first: Any = None
+        self._timer_loop: task.LoopingCall | None = None
+        self._timer_refused: int | None = None
 
     def start(self) -> None:
         self._loop = task.LoopingCall(self.sync_all)
         self._loop.clock = self.reactor
         self._first = self.reactor.callLater(FIRST_SECONDS, self._loop.start, PERIOD_SECONDS, True)
+        if self.ctx.config.timer.timerWheelEnable:
+            self._timer_loop = task.LoopingCall(self.sync_timer_checkpoint)
+            self._timer_loop.clock = self.reactor
+            self._timer_loop.start(TIMER_PERIOD_SECONDS, now=False)
 
     @property
     def running(self) -> bool:
@@ -60,6 +70,8 @@ class SlaveSynchronize:
             self._first.cancel()
         if self._loop is not None and self._loop.running:
             self._loop.stop()
+        if self._timer_loop is not None and self._timer_loop.running:
+            self._timer_loop.stop()
 
     async def _get(self, code: int) -> bytes | None:
         addr = self.master_addr
@@ -133,3 +145,30 @@ class SlaveSynchronize:
             groups.table[name] = SubscriptionGroupConfig.from_json(raw)
         groups.data_version = DataVersion(*_version(data))
         groups.persist()
+
+    def sync_timer_checkpoint(self) -> Any:
+        from twisted.internet import defer
+
+        return defer.ensureDeferred(self._sync_timer_checkpoint()).addErrback(
+            lambda f: log.failure("slave sync of the timer checkpoint failed", f))
+
+    async def _sync_timer_checkpoint(self) -> None:
+        timer, addr = self.ctx.timer, self.master_addr
+        if not timer.following or not addr:
+            return
+        try:
+            resp = await self.client.invoke(addr, RemotingCommand.request(RequestCode.GET_TIMER_CHECK_POINT),
+                                            timeout=TIMEOUT_SECONDS)
+        except Exception:  # noqa: BLE001 - a master that is down is normal for a slave; sync_all says so
+            return
+        if resp.code != ResponseCode.SUCCESS or len(resp.body or b"") < CHECKPOINT_WIRE.size:
+            if resp.code != self._timer_refused:  # a 4.x master (code 3) or one with the wheel off: said once
+                self._timer_refused = resp.code
+                log.info("slave sync: the master has no timer checkpoint ({rc} {remark}); a promoted slave "
+                         "delivers timer messages from its own read time", rc=resp.code, remark=resp.remark)
+            if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and self._timer_loop is not None:
+                self._timer_loop.stop()  # a 4.x master logs each request it does not know: asked no more
+            return
+        self._timer_refused = None
+        last_read_time_ms, _, _, master_queue_offset = CHECKPOINT_WIRE.unpack_from(resp.body)[:4]
+        timer.follow_master(last_read_time_ms, master_queue_offset)

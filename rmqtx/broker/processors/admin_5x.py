@@ -21,7 +21,6 @@ SWITCH_TIMER_ENGINE (5001): Java's refusal for a broker started without ``timerU
 from __future__ import annotations
 
 import re
-import struct
 from typing import TYPE_CHECKING
 
 from rmqtx.broker.context import BrokerContext
@@ -31,13 +30,11 @@ from rmqtx.common.properties import parse_properties
 from rmqtx.remoting.codes import RequestCode, ResponseCode
 from rmqtx.remoting.command import RemotingCommand
 from rmqtx.remoting.protocol import RemotingProtocol
-from rmqtx.store.timer import TimerFiles
+from rmqtx.store.timer import CHECKPOINT_WIRE, TimerFiles
 
 if TYPE_CHECKING:
     from rmqtx.broker.ha.autoswitch import AutoSwitchHAService
 
-#: Java's TimerCheckpoint.encode: seven longs (no rmqtx slot progress).
-CHECKPOINT_WIRE = struct.Struct(">7q")
 LONG = re.compile(r"[+-]?[0-9]{1,18}")
 #: MessageStoreConfig.haMaxGapNotInSync: a slave further behind than this is not in sync.
 HA_MAX_GAP_NOT_IN_SYNC = 256 * 1024 * 1024
@@ -195,7 +192,7 @@ class Admin5xProcessor:
         return request.make_response(ResponseCode.INVALID_PARAMETER, "timerUseRocksDB muse be configured true when broker start")
 
 
-__all__ = ["Admin5xProcessor", "CHECKPOINT_WIRE"]
+__all__ = ["Admin5xProcessor"]
 
 
 def _auto_switch_status(auto: "AutoSwitchHAService", put_where: int, client_info: dict) -> dict:
