@@ -441,7 +441,7 @@ class TimerMessageService:
         if self.following:  # linked as the master linked it when it was stored, past due or not
             write_ms = self._floor(rec.store_timestamp)
             rolls, uniq = props.get(TIMER_ROLL_TIMES), props.get(PROPERTY_UNIQ_KEY)
-            if rolls is not None and uniq is not None:
+            if rolls is not None and uniq is not None and not cancel:  # a cancel may go round twice: harmless
                 self._went_round[(delete_key(props.get(PROPERTY_REAL_TOPIC, ""), uniq), rolls)] = None
                 if len(self._went_round) > WENT_ROUND_KEPT:
                     del self._went_round[next(iter(self._went_round))]
@@ -583,7 +583,7 @@ class TimerMessageService:
             log.debug("timer message {uniq} of {topic} cancelled; not delivered", uniq=uniq, topic=real_topic)
             return True
         roll = bool(magic & MAGIC_ROLL)
-        if roll and self._went_round and uniq is not None:
+        if roll and self._went_round and uniq is not None and not magic & MAGIC_DELETE:
             again = (delete_key(real_topic, uniq), str(int(props.get(TIMER_ROLL_TIMES, "0") or 0) + 1))
             if again in self._went_round:
                 log.debug("timer message {uniq} went round on the old master already", uniq=uniq)

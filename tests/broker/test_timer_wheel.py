@@ -203,6 +203,28 @@ class FollowerTest(unittest.TestCase):
         w.at(T0 + 6000)
         self.assertEqual(w.delivered(), ["early", "rolls"])  # each once, the cancel held
 
+    def test_a_cancel_the_old_master_had_not_rolled_yet_still_holds(self) -> None:
+        """Taking over from an older read time, the slave does not roll the target again (the old master
+        did), but does roll its cancel, which the old master had not: the cancel reaches the target's slot."""
+        w = self.wheel
+        w.send("target", **{TIMER_DELAY_MS: "3100"})
+        w.at(T0 + P)  # linked at T0 + 0.1 s: rolls in the slot of T0 + 2.1 s
+        due = T0 + 3100 - P
+        w.send("cancel", **{TIMER_DEL_UNIQKEY: "T+U-target", TIMER_DELIVER_MS: str(due + 1), "UNIQ_KEY": "U-target"})
+        w.at(T0 + 2 * P)  # linked at T0 + 0.2 s: rolls in the slot of T0 + 2.2 s
+        self.sync()  # the last checkpoint the slave reads: read time T0 + 0.2 s
+        w.at(T0 + 2000 + 2 * P)  # the master rolls the target, not yet the cancel
+        self.sync_offset_only()
+        w.at(T0 + 2000 + 2 * P)  # the slave links the target's copy
+        self.master.stop()
+        self.slave.start()
+        w.at(due + 2000)
+        self.assertEqual(w.delivered(), [])
+
+    def sync_offset_only(self) -> None:
+        """A checkpoint read whose read time is the older one (the master's had not been written yet)."""
+        self.slave.follow_master(self.slave.files.check.last_read_time_ms, self.master.files.check.master_queue_offset)
+
     def test_a_slave_links_no_further_than_the_master(self) -> None:
         w = self.wheel
         self.master.stop()  # the master has linked nothing
