@@ -18,7 +18,7 @@ from testkit.ha import Sender, pull, wait_until
 TOPIC = "TimerTakeover"
 QUEUES = 4
 #: How old the master's checkpoint the slave read may be: its 1 s poll, a slot, and a slow machine's slack.
-SYNC_WINDOW_MS = 3000
+SYNC_WINDOW_MS = 4000
 
 
 def now_ms() -> int:
@@ -78,7 +78,7 @@ class TimerTakeover(unittest.TestCase):
                 cancelled.add(body)
         wait_until(lambda: slave.runtime().get("timerOffsetBehind") == "0", 20,
                    "the slave's timer linking what the master linked", step=0.2)
-        wait_until(lambda: len(delivered(master_addr)) >= 12, 30, "the first timer messages from the master", step=0.2)
+        wait_until(lambda: len(delivered(master_addr)) >= 20, 30, "half the timer messages from the master", step=0.2)
         time.sleep(0.5)  # what the master delivered reaches the slave's log
         before = delivered(master_addr)
         killed_at = now_ms()
