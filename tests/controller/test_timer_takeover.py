@@ -80,12 +80,13 @@ class TimerTakeover(unittest.TestCase):
                    "the slave's timer linking what the master linked", step=0.2)
         wait_until(lambda: len(delivered(master_addr)) >= 20, 30, "half the timer messages from the master", step=0.2)
         time.sleep(0.5)  # what the master delivered reaches the slave's log
+        wait_until(lambda: len(group.sync_state_set()) == 2, 30, "the slave still electable", step=0.3)
         before = delivered(master_addr)
         killed_at = now_ms()
         master.kill9()
         self.assertLess(len(before), len(due) - len(cancelled), "everything came before the kill: the test proves nothing")
 
-        _, new_addr, _ = group.wait_master(30, other_than=master_addr)
+        _, new_addr, _ = group.wait_master(60, other_than=master_addr)
         self.assertEqual(new_addr, slave.addr)
         expected = set(due) - cancelled
         wait_until(lambda: set(delivered(new_addr)) >= expected, 40, "every timer message from the new master", step=0.3)
