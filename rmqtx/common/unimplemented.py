@@ -47,6 +47,7 @@ BROKER: tuple[Unimplemented, ...] = (
     Unimplemented("enableDLegerCommitLog", _true, "DLedger commit log mode"),
     Unimplemented("storeType", _not("default", "defaultRocksDB"),
                   "a store other than the file store or RocksDB consume queues (storeType=default or defaultRocksDB)"),
+    Unimplemented("timerUseRocksDB", _true, "the RocksDB timer store (timer messages are kept in the timer wheel's files)"),
 )
 
 #: NameServer keys (Apache 5.x's NamesrvConfig).

@@ -166,7 +166,9 @@ class StartupFailureTest(unittest.TestCase):
         for line, what in (("enableDLegerCommitLog=true", "DLedger commit log mode"),
                            ("inSyncReplicas=3", "a SYNC_MASTER waiting for more than one slave"),
                            ("storeType=rocksdb", "a store other than the file store or RocksDB consume queues "
-                                                 "(storeType=default or defaultRocksDB)")):
+                                                 "(storeType=default or defaultRocksDB)"),
+                           ("timerUseRocksDB=true", "the RocksDB timer store (timer messages are kept in the timer "
+                                                    "wheel's files)")):
             conf.write_text(line + "\n")
             proc = self.scratch.run(self.scratch.standalone_args("-c", str(conf)))
             self.assertOneLine(proc, f"broker.conf: {line} asks for {what}, which rmqtx does not implement; "
