@@ -299,10 +299,12 @@ class TimerMessageService:
     def follow_master(self, last_read_time_ms: int, master_queue_offset: int) -> None:
         """The master's checkpoint, read by SlaveSynchronize: how far it delivered and how far it linked."""
         files = self.files
-        if files is None or not self.following:
-            return
-        self.read_ms = self._floor(last_read_time_ms)
-        files.check.set(last_read_time_ms=self.read_ms, slot_done=0, master_queue_offset=master_queue_offset)
+        read_ms = self._floor(last_read_time_ms)
+        if files is None or not self.following or (read_ms, master_queue_offset) == (
+                self.read_ms, files.check.master_queue_offset):
+            return  # an idle master: nothing to write, nor to sync each second
+        self.read_ms = read_ms
+        files.check.set(last_read_time_ms=read_ms, slot_done=0, master_queue_offset=master_queue_offset)
         self._dirty = True
         if self._running:
             self._schedule_enqueue()
