@@ -17,6 +17,7 @@ from datetime import date, datetime
 from typing import Callable
 
 TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
+TOPIC_PUT_SIZE = "TOPIC_PUT_SIZE"
 BROKER_PUT_NUMS = "BROKER_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 GROUP_GET_SIZE = "GROUP_GET_SIZE"
@@ -157,6 +158,10 @@ class BrokerStats:
         self.boot_ms = int(clock() * 1000)
         self.broker_puts = DailyCounter(clock)
         self.topic_puts: dict[str, Counter] = defaultdict(self._counter)
+        #: bytes stored by sends per topic (Java's TOPIC_PUT_SIZE, which rocketmq-exporter reads); a
+        #: send adds to ``_put_bytes``, moved into the counter at the end of its read (no call per send)
+        self.topic_put_size: dict[str, Counter] = defaultdict(self._counter)
+        self._put_bytes: dict[str, int] = {}
         self.gets_found = Counter(clock, per_second=True)  # pulls that returned messages
         self.gets_missed = Counter(clock, per_second=True)  # pulls that returned none
         self.gets_transferred = DailyCounter(clock)  # messages those pulls carried
@@ -183,6 +188,13 @@ class BrokerStats:
         self._last_max[key] = new_max
         self.broker_puts.add(grown)
         self.topic_puts[topic].add(grown)
+        if self._put_bytes:
+            self._settle_sizes()
+
+    def _settle_sizes(self) -> None:
+        pending, self._put_bytes = self._put_bytes, {}
+        for topic, size in pending.items():
+            self.topic_put_size[topic].add(size)
 
     def on_put(self, topic: str, props: dict[str, str], is_half: bool, messages: int, wrote_bytes: int) -> None:
         """One accepted send of ``messages`` records stored in ``topic`` (the half or schedule topic for
@@ -202,6 +214,10 @@ class BrokerStats:
             row = self.messages_in[(topic, kind)] = [0] * 10
         row[0] += messages
         row[1] += wrote_bytes
+        try:
+            self._put_bytes[topic] += wrote_bytes
+        except KeyError:
+            self._put_bytes[topic] = wrote_bytes
         size = wrote_bytes // messages if messages else 0
         row[2] += size
         row[3 + bisect_left(MESSAGE_SIZE_BOUNDS, size)] += 1  # histogram buckets follow count and sums
@@ -239,6 +255,9 @@ class BrokerStats:
         """The counter VIEW_BROKER_STATS_DATA asks for, or None when rmqtx keeps no such item."""
         if name == TOPIC_PUT_NUMS:
             return self.topic_puts.get(key)
+        if name == TOPIC_PUT_SIZE:
+            self._settle_sizes()
+            return self.topic_put_size.get(key)
         if name == GROUP_GET_NUMS:
             return self.group_get_nums.get(key)
         if name == GROUP_GET_SIZE:
@@ -248,6 +267,11 @@ class BrokerStats:
         if name == BROKER_GET_NUMS and key == cluster:
             return self.gets_transferred
         return None
+
+    def put_size_topics(self) -> list[str]:
+        """The topics TOPIC_PUT_SIZE has a counter for, pending sizes counted in first."""
+        self._settle_sizes()
+        return list(self.topic_put_size)
 
     def uptime(self) -> float:
         return self.clock() - self.boot_ms / 1000

@@ -158,6 +158,10 @@ class BrokerMetrics:
                 producer_offset.add_metric([cluster, broker, topic], total)
         for topic, counter in sorted(stats.topic_puts.items()):
             producer_tps.add_metric([cluster, broker, topic], counter.sum_last(60) / minute)
+        producer_size = gauge("rocketmq_producer_message_size", "Bytes sent per second to a topic over the last minute",
+                              TOPIC_LABELS)
+        for topic in sorted(stats.put_size_topics()):
+            producer_size.add_metric([cluster, broker, topic], stats.topic_put_size[topic].sum_last(60) / minute)
 
         consumer_tps = gauge("rocketmq_consumer_tps", "Messages a group got per second from a topic over the last minute", GROUP_LABELS)
         consumer_size = gauge("rocketmq_consumer_message_size", "Bytes a group got per second from a topic over the last minute",

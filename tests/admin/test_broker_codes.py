@@ -28,7 +28,7 @@ def heartbeat(client_id: str, group: str, topic: str) -> bytes:
 
 
 class BrokerCodesTest(AdminTestCase):
-    broker_conf = {"enableUpdateBrokerConfig": "true"}
+    broker_conf = {"enableUpdateBrokerConfig": "true", "sendThreadPoolQueueCapacity": "2500"}
 
     async def call(self, code: int, fields: dict | None = None, body: bytes = b"") -> RemotingCommand:
         return await self.broker_call(code, fields, body)
@@ -103,12 +103,17 @@ class BrokerCodesTest(AdminTestCase):
         self.assertEqual(fastjson.loads(gets.body)["statsDay"]["sum"], 2)
         size = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "GROUP_GET_SIZE", "statsKey": "T_codes@G_reader"})
         self.assertEqual(fastjson.loads(size.body)["statsMinute"]["sum"], len(got.body))
+        # the four sends stored records of one size; the pull carried two of them, byte for byte
+        put_size = await self.call(RequestCode.VIEW_BROKER_STATS_DATA, {"statsName": "TOPIC_PUT_SIZE", "statsKey": "T_codes"})
+        self.assertEqual(fastjson.loads(put_size.body)["statsHour"]["sum"], 2 * len(got.body))
         fresh = fastjson.loads((await self.call(RequestCode.GET_BROKER_RUNTIME_INFO)).body)["table"]
         histogram = [part.split("]:") for part in fresh["putMessageDistributeTime"].split(" ")[:-1]]
         self.assertEqual([label for label, _ in histogram], [f"[{label}" for label in LABELS])
         if ctx.store.clock() * 1000 - ctx.store.times.boot_ms < WINDOW_MS:  # still the store's first window
             self.assertEqual(sum(int(n) for _, n in histogram), 4)  # the four sends
         self.assertEqual(fresh["putMessageFailedTimes"], "0")
+        # a pool's capacity is the setting (Java reports its BrokerConfig's), the others Java's defaults
+        self.assertEqual((fresh["sendThreadPoolQueueCapacity"], fresh["pullThreadPoolQueueCapacity"]), ("2500", "100000"))
         self.assertTrue(fresh["putMessageEntireTimeMax"].isdigit() and fresh["getMessageEntireTimeMax"].isdigit())
         if ctx.store.clock() * 1000 - ctx.store.times.boot_ms < WINDOW_MS:  # 5.x's percentiles: no whole window yet
             self.assertEqual((fresh["putLatency99"], fresh["putLatency999"]), ("0.00", "0.00"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import unittest
 from datetime import datetime
 
-from rmqtx.broker.stats import BROKER_GET_NUMS, GROUP_GET_NUMS, TOPIC_PUT_NUMS, BrokerStats
+from rmqtx.broker.stats import BROKER_GET_NUMS, GROUP_GET_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE, BrokerStats
 
 
 class Clock:
@@ -48,6 +48,20 @@ class BrokerStatsTest(unittest.TestCase):
         self.assertEqual(self.stats.item(TOPIC_PUT_NUMS, "T", "C").snapshot(1)["sum"], 3)
         self.clock.now += 50  # 10:01:55: the puts' ten seconds have left the window
         self.assertEqual(self.stats.item(TOPIC_PUT_NUMS, "T", "C").snapshot(1)["sum"], 0)
+
+    def test_put_sizes_per_topic_reach_the_counter_at_the_reads_end_or_when_asked(self) -> None:
+        self.stats.on_put("T", {}, False, 1, 300)
+        self.stats.on_put("T", {}, False, 2, 500)  # a batch
+        self.stats.on_put("U", {}, False, 1, 70)
+        self.assertNotIn("T", self.stats.topic_put_size)  # no counter work per send
+        self.put("T", 0, 3)  # the read's arrivals
+        self.assertEqual(self.stats.topic_put_size["T"].total, 800)
+        self.stats.on_put("U", {}, False, 1, 30)
+        self.assertEqual(self.stats.item(TOPIC_PUT_SIZE, "U", "C").snapshot(1)["sum"], 100)
+        self.assertIsNone(self.stats.item(TOPIC_PUT_SIZE, "V", "C"))
+        self.clock.now += 61
+        self.assertEqual(self.stats.item(TOPIC_PUT_SIZE, "T", "C").snapshot(1)["sum"], 0)
+        self.assertEqual(self.stats.item(TOPIC_PUT_SIZE, "T", "C").snapshot(60)["sum"], 800)
 
     def test_gets_by_group_and_broker(self) -> None:
         self.stats.on_get("T", "G", 3, 300)

@@ -228,6 +228,8 @@ class ConsoleGroupsTest(_ServerTest):
         by_name = samples(self.base)
         put = {s.labels["topic"]: s.value for s in by_name["rocketmq_producer_tps"]}
         self.assertGreater(put["LagT"], 0)
+        sizes = {s.labels["topic"]: s.value for s in by_name["rocketmq_producer_message_size"]}
+        self.assertGreater(sizes["LagT"], 0)
         offsets = {s.labels["topic"]: s.value for s in by_name["rocketmq_producer_offset"]}
         self.assertEqual(offsets["LagT"], 5.0)
         self.assertEqual({s.labels["group"]: s.value for s in by_name["rocketmq_topic_dlq_offset"]}["CG"], 1.0)

@@ -108,8 +108,10 @@ class RuntimeAdminProcessor:
         return ok(request, fastjson.dumps({"table": self._runtime_table()}))
 
     def _runtime_table(self) -> JavaMap:
-        """The keys of Java's ``prepareRuntimeInfo``; thread pool figures are 0, rmqtx has no pools."""
+        """The keys of Java's ``prepareRuntimeInfo``. rmqtx has no thread pools: their queues are
+        always empty, and their capacities are the settings a tool would compare them with."""
         store, cfg, stats = self.ctx.store, self.ctx.config, self.stats
+        capacity = self._pool_capacity
         times, now_ms = store.times, int(store.clock() * 1000)
         puts, gets = stats.broker_puts.total, stats.gets_transferred.total
         puts_today, puts_yesterday = stats.broker_puts.mornings()
@@ -160,24 +162,24 @@ class RuntimeAdminProcessor:
                 "earliestMessageTimeStamp": str(self._earliest_message_time()),
                 "startAcceptSendRequestTimeStamp": zero,
                 "sendThreadPoolQueueSize": zero,
-                "sendThreadPoolQueueCapacity": "10000",
+                "sendThreadPoolQueueCapacity": capacity("sendThreadPoolQueueCapacity", "10000"),
                 "sendThreadPoolQueueHeadWaitTimeMills": zero,
                 "pullThreadPoolQueueSize": zero,
-                "pullThreadPoolQueueCapacity": "100000",
+                "pullThreadPoolQueueCapacity": capacity("pullThreadPoolQueueCapacity", "100000"),
                 "pullThreadPoolQueueHeadWaitTimeMills": zero,
                 "queryThreadPoolQueueSize": zero,
-                "queryThreadPoolQueueCapacity": "20000",
+                "queryThreadPoolQueueCapacity": capacity("queryThreadPoolQueueCapacity", "20000"),
                 "queryThreadPoolQueueHeadWaitTimeMills": zero,
                 "EndTransactionQueueSize": zero,
-                "EndTransactionThreadPoolQueueCapacity": "100000",
+                "EndTransactionThreadPoolQueueCapacity": capacity("endTransactionPoolQueueCapacity", "100000"),
                 # 5.x's keys: its mqadmin clusterList prints #ACTIVATED from brokerActive (a master runs the
                 # schedule and transaction-check services; a slave outside controller mode does not)
                 "brokerActive": "false" if cfg.brokerRole == "SLAVE" else "true",
                 "litePullThreadPoolQueueSize": zero,
-                "litePullThreadPoolQueueCapacity": "100000",
+                "litePullThreadPoolQueueCapacity": capacity("litePullThreadPoolQueueCapacity", "100000"),
                 "litePullThreadPoolQueueHeadWaitTimeMills": zero,
                 "ackThreadPoolQueueSize": zero,
-                "ackThreadPoolQueueCapacity": "100000",
+                "ackThreadPoolQueueCapacity": capacity("ackThreadPoolQueueCapacity", "100000"),
                 "ackThreadPoolQueueHeadWaitTimeMills": zero,
             }
         )
@@ -188,6 +190,11 @@ class RuntimeAdminProcessor:
         if timer is not None and timer.cfg.timerWheelEnable and timer.files is not None:
             table.update(timer.runtime_figures())  # 5.x's timer keys
         return table
+
+    def _pool_capacity(self, key: str, default: str) -> str:
+        """A pool's queue capacity as broker.conf set it (Java reports its setting), else Java's default."""
+        value = self.ctx.config.properties.get(key, "").strip()
+        return value if value.isdigit() else default
 
     def _earliest_message_time(self) -> int:
         """Java reads 2 x maxMessageSize bytes at the min offset and answers -1 when its file holds fewer."""
