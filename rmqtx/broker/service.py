@@ -154,6 +154,7 @@ class BrokerService(OrderedServices):
         if replicas is not None:  # controller mode: the controller's word after an election
             self.dispatcher.register_many({RequestCode.NOTIFY_BROKER_ROLE_CHANGED: lambda request, conn: replicas.on_notify(request)})
         self.dispatcher.on_close.append(ctx.clients.connection_closed)
+        self.dispatcher.before_read.append(ctx.store.hold_arrivals)
         self.dispatcher.after_read.append(ctx.store.flush_arrivals)
 
     def _wire_acl2(self) -> None:

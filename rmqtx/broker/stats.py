@@ -65,8 +65,10 @@ class Counter:
         self._pending_second = 0
         self._second_start = self._second_end = 0.0
 
-    def add(self, n: int) -> None:
-        now = self.clock()
+    def add(self, n: int, now: float | None = None) -> None:
+        """Count ``n`` now (``now``: the clock's reading, when the caller has it)."""
+        if now is None:
+            now = self.clock()
         self.total += n
         if self._second_start <= now < self._second_end:
             self._pending += n
@@ -131,8 +133,6 @@ class DailyCounter(Counter):
         self.yesterday_morning = 0
 
     def _roll(self) -> None:
-        if self.clock() < self._next_midnight:
-            return
         today = date.fromtimestamp(self.clock()).toordinal()
         # no count since the last add, so the total now is the total at each midnight passed
         self.yesterday_morning = self.today_morning if today - self._day == 1 else self.total
@@ -140,13 +140,17 @@ class DailyCounter(Counter):
         self._day = today
         self._next_midnight = _midnight_after(today)
 
-    def add(self, n: int) -> None:
-        self._roll()
-        super().add(n)
+    def add(self, n: int, now: float | None = None) -> None:
+        if now is None:
+            now = self.clock()
+        if now >= self._next_midnight:
+            self._roll()
+        super().add(n, now)
 
     def mornings(self) -> tuple[int, int]:
         """Totals at today's and yesterday's local midnight."""
-        self._roll()
+        if self.clock() >= self._next_midnight:
+            self._roll()
         return self.today_morning, self.yesterday_morning
 
 
@@ -186,10 +190,13 @@ class BrokerStats:
         key = (topic, queue_id)
         grown = max(1, new_max - self._last_max.get(key, new_max - 1))
         self._last_max[key] = new_max
-        self.broker_puts.add(grown)
-        self.topic_puts[topic].add(grown)
-        if self._put_bytes:
-            self._settle_sizes()
+        now = self.clock()
+        self.broker_puts.add(grown, now)
+        self.topic_puts[topic].add(grown, now)
+        if self._put_bytes:  # what this topic's sends stored (a topic's bytes wait for its arrival, or a reader)
+            size = self._put_bytes.pop(topic, 0)
+            if size:
+                self.topic_put_size[topic].add(size, now)
 
     def _settle_sizes(self) -> None:
         pending, self._put_bytes = self._put_bytes, {}

@@ -68,6 +68,9 @@ class Dispatcher:
         self.processors: dict[int, Handler] = {}
         self.on_open: list[Callable[["RemotingProtocol"], None]] = []
         self.on_close: list[Callable[["RemotingProtocol"], None]] = []
+        #: Run at the start of each read, before its frames are handled (the broker's store learns
+        #: that the read's end will tell long polling, so its puts schedule nothing).
+        self.before_read: list[Callable[[], None]] = []
         #: Run at the end of each read, after its frames are handled and before their answers are
         #: written (the broker tells long polling about the read's puts once, not per message).
         self.after_read: list[Callable[[], None]] = []
@@ -210,6 +213,11 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         if outer:
             self._out = []
         try:
+            if outer:
+                dispatcher = self.dispatcher
+                if dispatcher is not None and dispatcher.before_read:
+                    for fn in dispatcher.before_read:
+                        fn()
             while size - pos >= 4 and not self.paused:
                 (length,) = _LENGTH.unpack_from(buf, pos)
                 if length > max_length or length < 0:

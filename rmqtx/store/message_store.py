@@ -80,6 +80,7 @@ class MessageStore:
         # thread tells long polling after dispatch): (topic, queue id) -> new max offset
         self._arrived: dict[tuple[str, int], int] = {}
         self._arrival_call = None
+        self._holding = False  # a read is on whose end calls flush_arrivals: no call scheduled for its puts
         self._lock_fd: int | None = None
         self._running = False
         self._sync = config.sync_flush
@@ -420,15 +421,21 @@ class MessageStore:
 
     def _arrive(self, topic: str, queue_id: int, new_max: int) -> None:
         arrived = self._arrived
-        if not arrived and self._reactor is not None:
+        if not arrived and not self._holding and self._reactor is not None:
             self._arrival_call = self._reactor.callLater(0, self.flush_arrivals)
         arrived[(topic, queue_id)] = new_max
         if self._reactor is None:  # not started (offline use, tests): at once
             self.flush_arrivals()
 
+    def hold_arrivals(self) -> None:
+        """A batch of puts begins whose end calls :meth:`flush_arrivals` (a remoting read): its puts
+        schedule no reactor call of their own (one scheduled and cancelled per read weighs on small reads)."""
+        self._holding = True
+
     def flush_arrivals(self) -> None:
         """Tell the arrival listeners about every queue grown since the last time, once each: at the
         end of the reactor turn, or sooner from whoever knows a batch of puts is over (the end of a read)."""
+        self._holding = False
         if not self._arrived:
             return
         call, self._arrival_call = self._arrival_call, None

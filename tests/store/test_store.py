@@ -665,6 +665,38 @@ class FlushTest(unittest.TestCase):
         self.assertGreater(self.store.checkpoint.logics_ts, 0)
 
 
+class ArrivalsTest(unittest.TestCase):
+    """Arrival listeners hear once per grown queue per batch of puts: the reactor turn, or a remoting
+    read, which holds its puts' arrivals (scheduling nothing) and tells them at its end."""
+
+    def setUp(self) -> None:
+        self.ts = TempStore()
+        self.store = self.ts.store
+        self.store.start(reactor)
+        self.told: list[tuple[str, int, int]] = []
+        self.store.add_arrival_listener(lambda t, q, m: self.told.append((t, q, m)))
+
+    def tearDown(self) -> None:
+        self.ts.close()
+
+    @defer.inlineCallbacks
+    def test_a_turn_then_a_read_then_a_turn(self):
+        for _ in range(2):
+            self.assertTrue(self.store.append_message(msg("T", 0)).ok)
+        self.assertEqual(self.told, [])
+        yield task.deferLater(reactor, 0, lambda: None)
+        self.assertEqual(self.told, [("T", 0, 2)])
+        self.store.hold_arrivals()  # a read begins
+        self.assertTrue(self.store.append_message(msg("T", 1)).ok)
+        yield task.deferLater(reactor, 0.05, lambda: None)  # nothing was scheduled for the held put
+        self.assertEqual(self.told, [("T", 0, 2)])
+        self.store.flush_arrivals()  # the read's end
+        self.assertEqual(self.told, [("T", 0, 2), ("T", 1, 1)])
+        self.assertTrue(self.store.append_message(msg("T", 1)).ok)  # after the read, the turn's call again
+        yield task.deferLater(reactor, 0, lambda: None)
+        self.assertEqual(self.told[-1], ("T", 1, 2))
+
+
 class FileCreationThreadTest(unittest.TestCase):
     """A running store makes consume queue and index files in its allocator thread, and the reactor never
     waits for one: every file creation here is held until the reactor itself lets it go, so a reactor
