@@ -522,8 +522,9 @@ def lite_pull_build(ctx: Context) -> dict:
     assigns all queues of ``topic`` and polls until every spec arrived (``recv`` with ``phase`` "poll" and ``queue_offset``),
     then commits synchronously and emits ``committed`` (``queue_id``, ``offset``: the committed offset
     the client reports) for every queue. Then it seeks queue ``seek.queue_id`` to ``seek.offset`` and
-    polls until ``after_seek`` arrived again (``recv`` with ``phase`` "seek"), lingering ``linger`` for
-    strays, and shuts down without committing again. The broker must then hold the first commit.
+    polls until ``after_seek`` arrived again (``recv`` with ``phase`` "seek"; a seek that brought
+    nothing in 10 s is made again, since the 5.x client can lose one to its own interrupt), lingering
+    ``linger`` for strays, and shuts down without committing again. The broker must then hold the first commit.
     """
     msgs = [dict(m, shard=i % 4) for i, m in enumerate(messages("lite", 8))]
     seek = {"queue_id": 1, "offset": 1}
