@@ -2,7 +2,7 @@
 
     python benchmarks/vs_java.py [--quick] [--threads 8,64] [--flush ASYNC_FLUSH,SYNC_FLUSH]
                                  [--seconds N] [--consume-seconds N] [--repeat N] [--rmqtx-brokers N]
-                                 [--busy spin8,jvm8 [--no-quiet]]
+                                 [--busy spin8,jvm8 [--no-quiet]] [--ceiling]
 
 ``--busy`` adds busy cells: the same cells again with a fixed background started beside each server
 alike (``spinN``: N spinning processes; ``jvmN``: a JVM of N threads churning its heap, see
@@ -14,6 +14,10 @@ can be projected (rmqtx's one broker process is bounded by one core; ``--rmqtx-b
 Apache's clients in three CPU control groups of equal weight, as a service manager puts each service
 in its own: the kernel then shares the cores among the three parts rather than among their threads
 (where a Java broker's dozens of threads outweigh rmqtx's one reactor thread).
+
+``--ceiling`` runs each cell a third time, between the two servers, against ``benchmarks/answer_only.py``:
+rmqtx's NameServer and a listener that answers every send at once and stores nothing. What the Producer
+sends to it is the most this machine lets it send; no broker's ratio to Java can pass that one's.
 
 ``--rmqtx-brokers N`` runs rmqtx as ``rmqstandalone --brokers N`` (the topic gets its queues on every
 group, the server CPU figures add the groups' processes) against one Java broker.
@@ -353,6 +357,26 @@ def start_rmqtx(flush: str, tmp: Path, extra_conf: dict[str, str] | None = None)
     return server
 
 
+def start_answer_only(tmp: Path) -> Server:
+    """rmqtx's NameServer and a listener that answers every send at once and stores nothing
+    (benchmarks/answer_only.py): the Producer's own ceiling on this machine."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    taken: set[int] = set()
+    ns_port, br_port = free_port(taken), free_port(taken)
+    server = Server("answer-only", tmp, namesrv=f"127.0.0.1:{ns_port}", broker=f"127.0.0.1:{br_port}")
+    cmd = [sys.executable, str(REPO / "benchmarks" / "answer_only.py"), "--namesrv-port", str(ns_port),
+           "--port", str(br_port), "--topic", TOPIC, "--queues", str(QUEUES),
+           "--kv-config-path", str(tmp / "kvConfig.json")]
+    t0 = time.monotonic()
+    server.procs.append(spawn(in_group("server", cmd), tmp / "answer_only.out", cwd=REPO))
+    server.wait_ready(t0)
+    return server
+
+
+START = {"java": start_java, "rmqtx": lambda cps, flush, tmp: start_rmqtx(flush, tmp),
+         "answer": lambda cps, flush, tmp: start_answer_only(tmp)}
+
+
 def create_topic(server: Server) -> None:
     fields = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": QUEUES, "writeQueueNums": QUEUES, "perm": 6,
               "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
@@ -478,9 +502,13 @@ def common_drain(results: list[dict]) -> None:
 
     The faster sender leaves a larger backlog, and a longer drain reaches a higher rate (the client
     ramps up), so comparing each over its own backlog would favour it."""
+    stored = [r for r in results if r["impl"] != "answer"]
     for r in results:
+        if r["impl"] == "answer":
+            r["drain_over"] = r["drain_tps"] = float("nan")
+            continue
         key = ("busy", "flush", "threads", "rep")
-        pair = [o for o in results if all(o[k] == r[k] for k in key)]
+        pair = [o for o in stored if all(o[k] == r[k] for k in key)]
         r["drain_over"] = min(o["backlog"] for o in pair)
         r["drain_tps"] = drain_rate(r["samples"], r["drain_over"])
 
@@ -525,7 +553,7 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
     try:
         for attempt in (1, 2):  # a port another job took between our check and the bind: once more, new ports
             try:
-                server = start_java(cps, flush, tmp / "s") if impl == "java" else start_rmqtx(flush, tmp / "s")
+                server = START[impl](cps, flush, tmp / "s")
                 break
             except RuntimeError as exc:
                 log(f"  {impl} did not start (attempt {attempt}): {exc}")
@@ -569,6 +597,25 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
         if len(sends) < wanted:
             raise RuntimeError(f"Producer printed {len(sends)} of {wanted} stats lines:\n{out.read_text()[-2000:]}")
         kept = sends[1:]  # the first window holds JVM start, route lookup and connection warm-up
+        figures = {
+            "impl": impl, "flush": flush, "threads": threads, "busy": busy, "start_s": server.start_seconds,
+            "send_tps": statistics.mean(s[0] for s in kept), "avg_rt_ms": statistics.mean(s[2] for s in kept),
+            "best_send_tps": max(s[0] for s in kept),
+            "client_cpu_us_per_msg": client_cpu / max(backlog, 1) * 1e6, "client_cpu_pct": client_pct,
+            "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1),
+            "max_rt_ms": sends[-1][1], "send_failed": sends[-1][3] + sends[-1][4], "backlog": backlog,
+            "rss_mb": sampler.peak_kb / 1024, "cpu_us_per_msg": (cpu1 - cpu0) / max(backlog, 1) * 1e6,
+            "server_core_pct": 100.0 * (cpu1 - cpu0) / max(send_wall, 1e-3),
+            "msgs_per_core_s": backlog / max(cpu1 - cpu0, 1e-6),
+            "server_wait_pct": 100.0 * (wait1 - wait0) / max(send_wall, 1e-3),
+        }
+        if impl == "answer":  # nothing stored, nothing to consume: the send figures only
+            nan = float("nan")
+            for c in conns:
+                c.close()
+            return {**figures, "consumed": 0, "samples": [], "apache_consume_tps": nan, "apache_lower_bound": False,
+                    "consume_cpu_us_per_msg": nan, "consume_s": nan, "consumer_cpu_us_per_msg": nan,
+                    "drain_busy_pct": nan}
 
         out = tmp / "consumer.out"
         began = time.monotonic()
@@ -591,19 +638,9 @@ def run_cell(impl: str, cps: dict[str, str], flush: str, threads: int, send_s: f
             c.close()
         sampler.done.set()
         return {
-            "impl": impl, "flush": flush, "threads": threads, "busy": busy, "start_s": server.start_seconds,
-            "send_tps": statistics.mean(s[0] for s in kept), "avg_rt_ms": statistics.mean(s[2] for s in kept),
-            "best_send_tps": max(s[0] for s in kept),
-            "client_cpu_us_per_msg": client_cpu / max(backlog, 1) * 1e6, "client_cpu_pct": client_pct,
-            "machine_busy_pct": 100.0 * (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1),
-            "max_rt_ms": sends[-1][1], "send_failed": sends[-1][3] + sends[-1][4],
-            "backlog": backlog, "consumed": drained, "samples": samples,
+            **figures, "consumed": drained, "samples": samples,
             "apache_consume_tps": max(windows) if windows else float("nan"),
             "apache_lower_bound": bool(windows) and max(windows) * 9 >= 0.9 * backlog,
-            "rss_mb": sampler.peak_kb / 1024, "cpu_us_per_msg": (cpu1 - cpu0) / max(backlog, 1) * 1e6,
-            "server_core_pct": 100.0 * (cpu1 - cpu0) / max(send_wall, 1e-3),
-            "msgs_per_core_s": backlog / max(cpu1 - cpu0, 1e-6),
-            "server_wait_pct": 100.0 * (wait1 - wait0) / max(send_wall, 1e-3),
             "consume_cpu_us_per_msg": (cpu2 - cpu1) / max(drained, 1) * 1e6,
             "consume_s": time.monotonic() - began,
             "consumer_cpu_us_per_msg": consumer_cpu / max(drained, 1) * 1e6,
@@ -656,19 +693,29 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def ratio(ours: float, java: float) -> str:
+    return f"{ours / java:.2f}" if java and java == java and ours == ours else "–"
+
+
 def table(results: list[dict], plan: list[tuple[str, str, int]]) -> str:
+    """rmqtx against Java per cell and metric; with --ceiling, the answer-only listener's columns too."""
     common_drain(results)
-    lines = ["| beside | flush | threads | metric | Java 4.9.8 | rmqtx | rmqtx/Java |", "|---|---|---|---|---|---|---|"]
+    ceiling = any(r["impl"] == "answer" for r in results)
+    extra = " answer-only | answer-only/Java |" if ceiling else ""
+    lines = ["| beside | flush | threads | metric | Java 4.9.8 | rmqtx | rmqtx/Java |" + extra,
+             "|---|---|---|---|---|---|---|" + ("---|---|" if ceiling else "")]
     for busy, flush, threads in plan:
         cell = [r for r in results if r["busy"] == busy and r["flush"] == flush and r["threads"] == threads]
         for key, label, fmt in METRICS:
-            java = median([r[key] for r in cell if r["impl"] == "java"])
-            ours = median([r[key] for r in cell if r["impl"] == "rmqtx"])
+            java, ours, answer = (median([r[key] for r in cell if r["impl"] == impl]) for impl in ("java", "rmqtx", "answer"))
             marks = {impl: "≥" if key == "apache_consume_tps" and any(
                 r["apache_lower_bound"] for r in cell if r["impl"] == impl) else "" for impl in ("java", "rmqtx")}
-            ratio = f"{ours / java:.2f}" if java and java == java and ours == ours and key != "drain_over" else "–"
-            lines.append(f"| {busy} | {flush} | {threads} | {label} | {marks['java']}{fmt.format(java)} | "
-                         f"{marks['rmqtx']}{fmt.format(ours)} | {ratio} |")
+            same = key != "drain_over"
+            line = (f"| {busy} | {flush} | {threads} | {label} | {marks['java']}{fmt.format(java)} | "
+                    f"{marks['rmqtx']}{fmt.format(ours)} | {ratio(ours, java) if same else '–'} |")
+            if ceiling:
+                line += f" {fmt.format(answer) if answer == answer else '–'} | {ratio(answer, java) if same else '–'} |"
+            lines.append(line)
     return "\n".join(lines)
 
 
@@ -684,7 +731,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="repeat every cell, alternating who goes first")
     parser.add_argument("--broker-heap", default=BROKER_HEAP, help="Java broker -Xms/-Xmx, default 2g")
     parser.add_argument("--keep", action="store_true", help="keep each run's temp dir (server logs, store)")
-    parser.add_argument("--only", choices=["java", "rmqtx"], help="run one side only (no ratios)")
+    parser.add_argument("--only", choices=["java", "rmqtx", "answer"], help="run one side only (no ratios)")
+    parser.add_argument("--ceiling", action="store_true",
+                        help="also run each cell against a listener that answers every send at once and stores "
+                             "nothing (benchmarks/answer_only.py): the most this machine lets the Producer send")
     parser.add_argument("--rmqtx-brokers", type=int, default=1,
                         help="rmqtx as rmqstandalone --brokers N (the topic gets its queues on each group)")
     parser.add_argument("--busy", default="", help=BUSY_HELP + "; e.g. spin8,jvm8")
@@ -736,6 +786,8 @@ def main() -> None:
             for i, (busy, flush, nthreads) in enumerate(plan):
                 # who goes first flips from cell to cell and from repeat to repeat (ABBA), so drift hits both
                 order = ["java", "rmqtx"] if (i + rep) % 2 == 0 else ["rmqtx", "java"]
+                if args.ceiling or args.only == "answer":
+                    order.insert(1, "answer")  # between the two, so that drift hits it as it hits them
                 for impl in order:
                     if args.only and impl != args.only:
                         continue

@@ -1,4 +1,5 @@
-"""benchmarks/vs_java.py's parsing of Apache's benchmark printouts, its drain-rate arithmetic and its busy-cell backgrounds.
+"""benchmarks/vs_java.py's parsing of Apache's benchmark printouts, its drain-rate arithmetic, its busy-cell
+backgrounds, and the answer-only listener of its ceiling row (benchmarks/answer_only.py) over the wire.
 
 The lines below follow the printf formats of rocketmq-example 4.9.8's benchmark Producer/Consumer.
 """
@@ -77,6 +78,21 @@ class TableTest(unittest.TestCase):
         self.assertTrue(send_row.endswith("| 0.50 |"), send_row)
         only_java = vs_java.table(results[:1], [("quiet", "SYNC_FLUSH", 8)])
         self.assertTrue(next(line for line in only_java.splitlines() if "send TPS" in line).endswith("| – |"))
+
+    def test_ceiling_columns(self) -> None:
+        """An answer-only run adds its own columns and takes no part in the drain pairing."""
+        row = {"busy": "quiet", "flush": "ASYNC_FLUSH", "threads": 64, "rep": 0, "apache_lower_bound": False}
+        figures = {k: 2.0 for k, _, _ in vs_java.METRICS}
+        ramp = [(t / 10, t * 100) for t in range(200)]
+        results = [{**row, **figures, "impl": "java", "backlog": 4000, "samples": ramp},
+                   {**row, **figures, "impl": "rmqtx", "backlog": 8000, "samples": ramp, "send_tps": 3.0},
+                   {**row, **figures, "impl": "answer", "backlog": 1000, "samples": [], "send_tps": 5.0}]
+        out = vs_java.table(results, [("quiet", "ASYNC_FLUSH", 64)])
+        self.assertIn("| rmqtx/Java | answer-only | answer-only/Java |", out)
+        send_row = next(line for line in out.splitlines() if "send TPS (" in line)
+        self.assertTrue(send_row.endswith("| 3 | 1.50 | 5 | 2.50 |"), send_row)
+        self.assertEqual([r["drain_over"] for r in results[:2]], [4000, 4000])  # not the answer-only run's 1000
+        self.assertTrue(math.isnan(results[2]["drain_tps"]))
 
 
 class BusyTest(unittest.TestCase):
@@ -174,3 +190,35 @@ class CpuGroupsTest(unittest.TestCase):
             self.assertEqual(int(out), proc.pid)  # the shell became the command: the pid the benchmark watches
             self.assertEqual((groups.dirs["clients"] / "cgroup.procs").read_text().strip(), str(proc.pid))
             self.assertFalse((groups.dirs["server"] / "cgroup.procs").exists())
+
+
+class AnswerOnlyTest(unittest.TestCase):
+    """The ceiling's listener, a real process: registered with its NameServer, sends answered at once."""
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.server = vs_java.start_answer_only(Path(self.tmp.name))
+        self.addCleanup(self.server.close)
+
+    def test_route_sends_and_count(self) -> None:
+        from rmqtx.remoting.codes import ONEWAY_FLAG, RequestCode, ResponseCode, SerializeType
+        from rmqtx.remoting.command import RemotingCommand
+
+        self.assertTrue(vs_java.route_served(self.server.namesrv, vs_java.TOPIC))
+        conn = vs_java.Conn(self.server.broker)
+        self.addCleanup(conn.close)
+        fields = {"a": "P", "b": vs_java.TOPIC, "c": "TBW102", "d": "8", "e": "3", "f": "0", "g": "0", "h": "0",
+                  "i": "", "j": "0", "k": "false", "m": "false"}
+        for kind in (SerializeType.ROCKETMQ, SerializeType.JSON):
+            request = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, body=b"x" * 64,
+                                      serialize_type=kind, opaque=4242 + int(kind))
+            conn.sock.sendall(vs_java.encode_frame(request))
+            answer = vs_java.decode_frame_payload(conn._read(int.from_bytes(conn._read(4), "big")))
+            self.assertEqual((answer.code, answer.opaque, answer.is_response), (ResponseCode.SUCCESS, request.opaque, True))
+            self.assertEqual(answer.ext_fields["queueId"], "0")
+        oneway = RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext_fields=fields, flag=ONEWAY_FLAG,
+                                 serialize_type=SerializeType.ROCKETMQ, opaque=7)
+        conn.sock.sendall(vs_java.encode_frame(oneway))  # no answer; the GET_MAX_OFFSET below is answered next
+        self.assertEqual(vs_java.max_offsets(conn), 3)
+        self.assertEqual(conn.call(RequestCode.HEART_BEAT, {}).code, ResponseCode.SUCCESS)
