@@ -8,9 +8,11 @@ SEND_OK at once and written nowhere; GET_MAX_OFFSET of queue 0 says how many wer
 queues say 0); any other request is answered SUCCESS without a body. The listener registers itself
 with the NameServer as ``broker-a`` holding the topic, as a broker does.
 
-The rate the Producer reaches against it is what this machine lets the Producer send whatever a
-broker does, so a send-rate ratio above (that rate / Java's rate) cannot be reached on this machine
-by any broker. The listener's own CPU per answer is in vs_java's table beside it.
+The listener is built as rmqtx's broker is: Python on Twisted's reactor, a read's answers written
+together. The rate the Producer reaches against it is therefore the most a broker built that way can
+get from this machine, whatever work it leaves out: a send-rate ratio above (that rate / Java's rate)
+is out of rmqtx's reach here. A listener in a compiled language would cost less and set a higher
+bound. The listener's own CPU per answer is in vs_java's table beside it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from rmqtx.remoting.client import RemotingClient  # noqa: E402
 from rmqtx.remoting.codes import ONEWAY_FLAG, RequestCode, ResponseCode, SerializeType  # noqa: E402
 from rmqtx.remoting.command import RemotingCommand  # noqa: E402
 from rmqtx.remoting.headers import RegisterBrokerRequestHeader  # noqa: E402
+from rmqtx.remoting.send_now import send_now  # noqa: E402
 from rmqtx.remoting.serializer import decode_frame_payload, encode_frame, send_answer_frame  # noqa: E402
 
 _SENDS = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2)
@@ -49,7 +52,8 @@ class Answers:
 
 
 class Answerer(protocol.Protocol):
-    """Answers each whole frame of a read; the answers of one read go out in one write."""
+    """Answers each whole frame of a read; the answers of one read go out in one write, on the socket at
+    once when nothing is queued (``send_now``), as rmqtx's broker writes them."""
 
     def __init__(self, answers: Answers) -> None:
         self.answers = answers
@@ -67,8 +71,8 @@ class Answerer(protocol.Protocol):
                 out.append(answer)
             pos += 4 + size
         self.pending = buf[pos:]
-        if out and self.transport is not None:
-            self.transport.write(b"".join(out))
+        if out and self.transport is not None and not send_now(self.transport, out):
+            self.transport.writeSequence(out)  # as the broker's connections write
 
     def answer(self, payload: bytes) -> bytes:
         """One request's answer frame (b"" for a oneway request)."""

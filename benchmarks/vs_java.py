@@ -16,8 +16,9 @@ in its own: the kernel then shares the cores among the three parts rather than a
 (where a Java broker's dozens of threads outweigh rmqtx's one reactor thread).
 
 ``--ceiling`` runs each cell a third time, between the two servers, against ``benchmarks/answer_only.py``:
-rmqtx's NameServer and a listener that answers every send at once and stores nothing. What the Producer
-sends to it is the most this machine lets it send; no broker's ratio to Java can pass that one's.
+rmqtx's NameServer and a listener that answers every send at once and stores nothing, in Python on
+Twisted's reactor as rmqtx's broker is. What the Producer sends to it is the most a broker built that way
+can get from this machine; rmqtx's ratio to Java cannot pass that one's.
 
 ``--rmqtx-brokers N`` runs rmqtx as ``rmqstandalone --brokers N`` (the topic gets its queues on every
 group, the server CPU figures add the groups' processes) against one Java broker.
