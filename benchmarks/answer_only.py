@@ -77,10 +77,9 @@ class Answerer(protocol.Protocol):
     def answer(self, payload: bytes) -> bytes:
         """One request's answer frame (b"" for a oneway request)."""
         if payload[0] == _BINARY and int.from_bytes(payload[4:6], "big") in _SENDS:
-            if int.from_bytes(payload[13:17], "big") & ONEWAY_FLAG:
-                self.answers.sent += 1
-                return b""
             self.answers.sent += 1
+            if int.from_bytes(payload[13:17], "big") & ONEWAY_FLAG:
+                return b""
             return send_answer_frame(ResponseCode.SUCCESS, int.from_bytes(payload[9:13], "big", signed=True),
                                      "DefaultRegion", "false", MSG_ID, 0, self.answers.sent - 1)
         request = decode_frame_payload(payload)

@@ -360,7 +360,7 @@ def start_rmqtx(flush: str, tmp: Path, extra_conf: dict[str, str] | None = None)
 
 def start_answer_only(tmp: Path) -> Server:
     """rmqtx's NameServer and a listener that answers every send at once and stores nothing
-    (benchmarks/answer_only.py): the Producer's own ceiling on this machine."""
+    (benchmarks/answer_only.py): the ceiling of a broker on Python and Twisted's reactor here."""
     tmp.mkdir(parents=True, exist_ok=True)
     taken: set[int] = set()
     ns_port, br_port = free_port(taken), free_port(taken)
@@ -735,7 +735,7 @@ def main() -> None:
     parser.add_argument("--only", choices=["java", "rmqtx", "answer"], help="run one side only (no ratios)")
     parser.add_argument("--ceiling", action="store_true",
                         help="also run each cell against a listener that answers every send at once and stores "
-                             "nothing (benchmarks/answer_only.py): the most this machine lets the Producer send")
+                             "nothing (benchmarks/answer_only.py): the most a broker on Python and Twisted gets here")
     parser.add_argument("--rmqtx-brokers", type=int, default=1,
                         help="rmqtx as rmqstandalone --brokers N (the topic gets its queues on each group)")
     parser.add_argument("--busy", default="", help=BUSY_HELP + "; e.g. spin8,jvm8")
