@@ -89,7 +89,12 @@ class TimerTakeover(unittest.TestCase):
         _, new_addr, _ = group.wait_master(60, other_than=master_addr)
         self.assertEqual(new_addr, slave.addr)
         expected = set(due) - cancelled
-        wait_until(lambda: set(delivered(new_addr)) >= expected, 40, "every timer message from the new master", step=0.3)
+        try:
+            wait_until(lambda: set(delivered(new_addr)) >= expected, 40, "every timer message from the new master", step=0.3)
+        except AssertionError as e:
+            got = delivered(new_addr)
+            raise AssertionError(f"{e}: missing {sorted(expected - set(got))}, due at "
+                                 f"{ {b: due[b] - killed_at for b in sorted(expected - set(got))} } ms after the kill") from None
         time.sleep(1.0)  # anything delivered twice has come by now too
         after = delivered(new_addr)
         self.assertEqual(set(after), expected, f"cancelled delivered: {set(after) & cancelled}")
