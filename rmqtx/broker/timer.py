@@ -462,13 +462,10 @@ class TimerMessageService:
                 return True
             self.enqueue_rate.flow()
             return self._deliver(rec, props, NEVER_ENQUEUED, roll=False, now=now)
-        window = self.cfg.roll_window_slots
-        p = self.precision
         magic = MAGIC_DEFAULT | (MAGIC_DELETE if cancel else 0)
-        slot_ms = due
-        if due - write_ms >= window * p:
+        slot_ms, roll = self._slot_of(due, rec.store_timestamp, now)
+        if roll:
             magic |= MAGIC_ROLL
-            slot_ms = write_ms + (window // 2 if due - write_ms - window * p < window // 3 * p else window) * p
         files = self.files
         assert files is not None
         _, first, last, num, slot_magic = files.wheel.get(slot_ms)
@@ -482,6 +479,26 @@ class TimerMessageService:
         self.congest += delta
         self.enqueue_rate.flow()
         return True
+
+    def _slot_of(self, due: int, stored_ms: int, now: int) -> tuple[int, bool]:
+        """The slot a message due at ``due`` is linked into, and whether it rolls: ``due`` itself, or a roll
+        slot nearer than it.
+
+        Counted from when the record was stored rather than when it is linked, so that a slave linking
+        the replicated timer topic later puts each unit in the slot the master did: from its own later
+        link time it would put a roll a slot earlier or later, and taking over from a read time between
+        the two it could skip a message the old master never rolled. A store time whose roll slot has
+        been read already (an enqueue more than half a roll window behind) counts from now instead; a
+        slave then links later than the master, never earlier, which a takeover survives."""
+        window, p = self.cfg.roll_window_slots, self.precision
+        slot_ms = due
+        for base in (self._floor(stored_ms), self._floor(now)):
+            if due - base < window * p:
+                return due, False
+            slot_ms = base + (window // 2 if due - base - window * p < window // 3 * p else window) * p
+            if slot_ms >= self.read_ms:
+                break
+        return slot_ms, True
 
     # -- dequeue ------------------------------------------------------------------------------
     def _dequeue(self) -> None:
@@ -585,7 +602,9 @@ class TimerMessageService:
             log.debug("timer message {uniq} of {topic} cancelled; not delivered", uniq=uniq, topic=real_topic)
             return True
         roll = bool(magic & MAGIC_ROLL)
-        if roll and self._went_round and uniq is not None and not magic & MAGIC_DELETE:
+        # A copy the old master put back on the timer topic: this unit's message went round there, whether
+        # it rolls here or not (a slave linking late counts from a later time, and may not roll it)
+        if self._went_round and uniq is not None and not magic & MAGIC_DELETE:
             again = (delete_key(real_topic, uniq), str(int(props.get(TIMER_ROLL_TIMES, "0") or 0) + 1))
             if again in self._went_round:
                 log.debug("timer message {uniq} went round on the old master already", uniq=uniq)

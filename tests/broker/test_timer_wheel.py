@@ -94,17 +94,17 @@ class CatchUpTest(unittest.TestCase):
     def send_and_cancel(self) -> int:
         """A message due 3.1 s on, and its cancel one slot later: both roll (window 2 s), in two roll slots."""
         w = self.wheel
-        w.send("target", **{TIMER_DELAY_MS: "3100"})
-        w.at(T0 + P)  # linked at T0 + 0.1 s, rolling, into the slot of T0 + 2.1 s
+        w.send("target", **{TIMER_DELAY_MS: "3100"})  # stored at T0: rolls into the slot of T0 + 2 s
+        w.at(T0 + P)
         due = T0 + 3100 - P  # a due time on a slot boundary is stored one slot earlier, as Java does
         w.send("cancel", **{TIMER_DEL_UNIQKEY: "T+U-target", TIMER_DELIVER_MS: str(due + 1), "UNIQ_KEY": "U-target"})
-        w.at(T0 + 2 * P)  # linked at T0 + 0.2 s, rolling, into the slot of T0 + 2.2 s
+        w.at(T0 + 2 * P)  # stored at T0 + 0.1 s: rolls into the slot of T0 + 2.1 s
         return due
 
     def test_cancel_in_a_later_roll_slot_after_a_pause(self) -> None:
         w = self.wheel
         due = self.send_and_cancel()
-        w.at(T0 + 2000 + 2 * P)  # only the target's roll slot is read: it goes round, into its own slot
+        w.at(T0 + 2000 + P)  # only the target's roll slot is read: it goes round, into its own slot
         self.assertEqual(w.delivered(), [])
         w.at(due + 2000)  # a pause: the cancel's roll slot and the target's slot are both behind
         self.assertEqual(w.delivered(), [])
@@ -113,10 +113,23 @@ class CatchUpTest(unittest.TestCase):
     def test_cancel_in_a_later_roll_slot_across_a_restart(self) -> None:
         w = self.wheel
         due = self.send_and_cancel()
-        w.at(T0 + 2000 + 2 * P)
+        w.at(T0 + 2000 + P)
         w.restart()
         w.at(due + 5000)
         self.assertEqual(w.delivered(), [])
+
+    def test_a_roll_slot_read_before_the_message_was_linked(self) -> None:
+        """Linked long after it was stored (here 2.5 s, more than the 2 s roll window), a message's roll slot
+        counted from its store time has been read already: it rolls from the time it is linked instead."""
+        w = self.wheel
+        w.send("m", **{TIMER_DELAY_MS: "10000"})
+        w.timer.cfg = dataclasses.replace(CFG, timerStopEnqueue=True)
+        w.at(T0 + 2500)  # the dequeue reads up to T0 + 2.5 s before the enqueue links it
+        w.timer.cfg = CFG
+        w.at(T0 + 2600)
+        self.assertEqual((w.delivered(), w.timer.runtime_figures()["timerOffsetBehind"]), ([], "0"))
+        w.at(T0 + 12_000)
+        self.assertEqual(w.delivered(), ["m"])
 
     def test_both_roll_slots_behind(self) -> None:
         """Both go round during the catch-up; each copy is then past due, yet no slot after them was read."""
@@ -207,15 +220,15 @@ class FollowerTest(unittest.TestCase):
         """Taking over from an older read time, the slave does not roll the target again (the old master
         did), but does roll its cancel, which the old master had not: the cancel reaches the target's slot."""
         w = self.wheel
-        w.send("target", **{TIMER_DELAY_MS: "3100"})
-        w.at(T0 + P)  # linked at T0 + 0.1 s: rolls in the slot of T0 + 2.1 s
+        w.send("target", **{TIMER_DELAY_MS: "3100"})  # stored at T0: rolls in the slot of T0 + 2 s
+        w.at(T0 + P)
         due = T0 + 3100 - P
         w.send("cancel", **{TIMER_DEL_UNIQKEY: "T+U-target", TIMER_DELIVER_MS: str(due + 1), "UNIQ_KEY": "U-target"})
-        w.at(T0 + 2 * P)  # linked at T0 + 0.2 s: rolls in the slot of T0 + 2.2 s
+        w.at(T0 + 2 * P)  # stored at T0 + 0.1 s: rolls in the slot of T0 + 2.1 s
         self.sync()  # the last checkpoint the slave reads: read time T0 + 0.2 s
-        w.at(T0 + 2000 + 2 * P)  # the master rolls the target, not yet the cancel
+        w.at(T0 + 2000 + P)  # the master rolls the target, not yet the cancel
         self.sync_offset_only()
-        w.at(T0 + 2000 + 2 * P)  # the slave links the target's copy
+        w.at(T0 + 2000 + P)  # the slave links the target's copy
         self.master.stop()
         self.slave.start()
         w.at(due + 2000)
@@ -234,4 +247,34 @@ class FollowerTest(unittest.TestCase):
         self.assertEqual((self.slave.queue_offset, w.delivered()), (0, []))
         self.slave.start()  # taking over: it links what the master never did, and delivers it
         w.at(T0 + 2000)
+        self.assertEqual(w.delivered(), ["m"])
+
+    def test_a_roll_the_master_linked_late_is_not_skipped(self) -> None:
+        """The master links a message a moment after storing it (its enqueue runs after the send), so its
+        roll slot can be a slot later than one counted from the store time. Taking over from a read time
+        between the two, the slave must still read its copy's slot: the old master never rolled it."""
+        w = self.wheel
+        w.send("late", **{TIMER_DELAY_MS: "3100"})  # stored at T0
+        w.at(T0 + P + P // 2)  # the master links it at T0 + 0.1 s: rolls in the slot of T0 + 2.1 s
+        self.sync()
+        w.at(T0 + 2000 + P + P // 2)  # the master reads up to T0 + 2.1 s, not that slot itself
+        self.sync()  # the last checkpoint the slave reads
+        self.master.stop()
+        self.slave.start()
+        w.at(T0 + 3100 + 2000)
+        self.assertEqual(w.delivered(), ["late"])
+
+    def test_a_slave_linking_late_does_not_deliver_twice(self) -> None:
+        """The slave links a message only after the master rolled it and read past its roll slot: from its own
+        link time the message no longer rolls, and the master's copy is linked beside it. Taking over, the
+        new master delivers the copy and not the original as well."""
+        w = self.wheel
+        w.send("m", **{TIMER_DELAY_MS: "3100"})  # stored at T0: rolls in the slot of T0 + 2 s
+        w.at(T0 + 2000 + P + P // 2)  # the master reads that slot and puts a copy back, due at its own slot
+        self.sync()  # the slave's first checkpoint: read time T0 + 2.1 s, both units linkable
+        w.at(T0 + 2000 + 2 * P)
+        self.assertEqual(self.slave.queue_offset, 2)
+        self.master.stop()
+        self.slave.start()
+        w.at(T0 + 3100 + 2000)
         self.assertEqual(w.delivered(), ["m"])
