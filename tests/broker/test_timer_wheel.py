@@ -250,14 +250,15 @@ class FollowerTest(unittest.TestCase):
         self.assertEqual(w.delivered(), ["m"])
 
     def test_a_roll_the_master_linked_late_is_not_skipped(self) -> None:
-        """The master links a message a moment after storing it (its enqueue runs after the send), so its
-        roll slot can be a slot later than one counted from the store time. Taking over from a read time
-        between the two, the slave must still read its copy's slot: the old master never rolled it."""
+        """A master links a message a moment after the send stored it. Had it counted the roll slot from
+        then (T0 + 2.1 s here) while the slave counts from the store time (T0 + 2 s), a takeover from a
+        read time between the two would lose the message: the old master had not rolled it yet, and the
+        new master would have passed its own slot for it."""
         w = self.wheel
         w.send("late", **{TIMER_DELAY_MS: "3100"})  # stored at T0
-        w.at(T0 + P + P // 2)  # the master links it at T0 + 0.1 s: rolls in the slot of T0 + 2.1 s
+        w.at(T0 + P + P // 2)  # the master links it a slot after it was stored
         self.sync()
-        w.at(T0 + 2000 + P + P // 2)  # the master reads up to T0 + 2.1 s, not that slot itself
+        w.at(T0 + 2000 + P + P // 2)  # the master's read time reaches T0 + 2.1 s
         self.sync()  # the last checkpoint the slave reads
         self.master.stop()
         self.slave.start()
