@@ -484,12 +484,13 @@ class TimerMessageService:
         """The slot a message due at ``due`` is linked into, and whether it rolls: ``due`` itself, or a roll
         slot nearer than it.
 
-        Counted from when the record was stored rather than when it is linked, so that a slave linking
-        the replicated timer topic later puts each unit in the slot the master did: from its own later
-        link time it would put a roll a slot earlier or later, and taking over from a read time between
-        the two it could skip a message the old master never rolled. A store time whose roll slot has
-        been read already (an enqueue more than half a roll window behind) counts from now instead; a
-        slave then links later than the master, never earlier, which a takeover survives."""
+        Counted from when the record was stored, not from when it is linked, so that master and slave
+        put each unit in the same slot. Counted from the master's link time, a roll landed up to the
+        master's enqueue lag after the slave's slot, and a new master taking over from a read time
+        between the two skipped it although the old master had not rolled it yet. A store time whose
+        roll slot has been read already (an enqueue more than half a roll window behind) counts from
+        now instead; a slave doing so links later than the master, never earlier, which a takeover
+        survives."""
         window, p = self.cfg.roll_window_slots, self.precision
         slot_ms = due
         for base in (self._floor(stored_ms), self._floor(now)):
