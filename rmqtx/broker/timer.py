@@ -492,7 +492,6 @@ class TimerMessageService:
         now instead; a slave doing so links later than the master, never earlier, which a takeover
         survives."""
         window, p = self.cfg.roll_window_slots, self.precision
-        slot_ms = due
         for base in (self._floor(stored_ms), self._floor(now)):
             if due - base < window * p:
                 return due, False
