@@ -960,6 +960,568 @@ done:
     return result;
 }
 
+/* ---- send_lane: a plain SEND_MESSAGE_V2 stored and answered without building Python objects ----
+ *
+ * send_lane(lane, payload, conn) -> the answer frame, or None: the frame is not the lane's common
+ * case (see docs/send-lane.md) and nothing was written; the ordinary path then takes it. Its twin is
+ * that path (SendProcessor.process): tests/broker/test_send_lane.py compares the stores and answers
+ * the two leave. Every check comes before the first write; the state stays in the Python objects
+ * (lane.refs, rmqtx/broker/processors/send_lane.py), read and written as the Python path does. */
+
+enum { LR_TOPICS, LR_TABLE, LR_CONFIG, LR_STORE, LR_COMMITLOG, LR_INDEX, LR_DIRTY_CQS, LR_STATS, LR_PIPELINE,
+       LR_CLUSTER, LR_STORE_IP, LR_FALLBACK, LR_EMPTY, LR_BORN_KEY, LR_BORN_V4_KEY, N_LREFS };
+enum { LA_REFS, LA_PERM, LA_BROKER_PERM, LA_RUNNING, LA_SLAVE, LA_DISK_FULL, LA_GATE, LA_CQS, LA_QUEUE, LA_FILES,
+       LA_NEXT, LA_WROTE, LA_FILE_SIZE, LA_FROM, LA_MM, LA_QTABLE, LA_LAST_TS, LA_EXT, LA_PENDING, LA_MAPPED,
+       LA_USED, LA_MAX_PHY, LA_PREALLOC, LA_PREPARE_NEXT, LA_DIRTY, LA_INDEX_COUNT, LA_INDEX_NUM, LA_SPARE,
+       LA_END_PHY, LA_TIMES, LA_COUNTS, LA_LATENCY, LA_WINDOW_END, LA_PUT, LA_ON_PUT, LA_LISTENERS, LA_ARRIVE,
+       LA_DISPATCHED_TS, LA_ATTRIBUTES, LA_MAX_MSG, LA_WRITE_QUEUE_NUMS, LA_REGION, LA_TRACE_ON, LA_TRUE, LA_FALSE,
+       LA_CLOCK, LA_LISTEN_PORT, N_LATTR };
+static const char *lattr_names[N_LATTR] = {
+    "refs", "perm", "brokerPermission", "_running", "_slave", "disk_full", "gate", "consume_queues", "queue", "files",
+    "_next", "wrote", "file_size", "from_offset", "mm", "topic_queue_table", "last_store_timestamp", "ext", "_pending",
+    "mapped", "used", "max_physic_offset", "_prealloc_mark", "prepare_next", "dirty", "index_count", "index_num",
+    "_spare", "end_phy", "times", "counts", "latency", "window_end", "put", "on_put", "_listeners", "_arrive",
+    "dispatched_ts", "attributes", "max_message_size", "writeQueueNums", "regionId", "traceOn", "true", "false",
+    "clock", "listenPort"};
+static PyObject *lattr[N_LATTR];
+
+#define LANE_MAX_PROPS 32
+#define RECORD_HEAD_V4 88  /* a record's fixed part with IPv4 born and store hosts */
+
+typedef struct { const unsigned char *p; Py_ssize_t n; } span;
+
+/* attribute `name` of obj as a C integer; -1 with an exception set when it is missing or not an int */
+static int lane_int(PyObject *obj, int name, long long *out) {
+    PyObject *v = PyObject_GetAttr(obj, lattr[name]);
+    if (!v) return -1;
+    *out = PyLong_AsLongLong(v);
+    Py_DECREF(v);
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* truth of attribute `name` of obj: 1, 0, or -1 with an exception set */
+static int lane_true(PyObject *obj, int name) {
+    PyObject *v = PyObject_GetAttr(obj, lattr[name]);
+    if (!v) return -1;
+    int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
+    return t;
+}
+
+static int lane_set_int(PyObject *obj, int name, long long value) {
+    PyObject *v = PyLong_FromLongLong(value);
+    if (!v) return -1;
+    int rc = PyObject_SetAttr(obj, lattr[name], v);
+    Py_DECREF(v);
+    return rc;
+}
+
+/* a header value that send_v2_values reads as int: '-'? then 1..18 ASCII digits, else fallback */
+static int lane_parse_int(span s, long long *out) {
+    Py_ssize_t i = 0;
+    int neg = s.n > 0 && s.p[0] == '-';
+    i = neg;
+    if (s.n - i < 1 || s.n - i > 18) return -1;
+    long long acc = 0;
+    for (; i < s.n; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9') return -1;
+        acc = acc * 10 + (s.p[i] - '0');
+    }
+    *out = neg ? -acc : acc;
+    return 0;
+}
+
+static int lane_ascii(span s) {
+    for (Py_ssize_t i = 0; i < s.n; i++) if (s.p[i] & 0x80) return 0;
+    return 1;
+}
+
+/* valid UTF-8, as the frame decoder needs it (1: yes, 0: no, -1: error) */
+static int lane_utf8(span s) {
+    if (lane_ascii(s)) return 1;
+    PyObject *t = PyUnicode_DecodeUTF8((const char *)s.p, s.n, NULL);
+    if (t) { Py_DECREF(t); return 1; }
+    if (PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) { PyErr_Clear(); return 0; }
+    return -1;
+}
+
+static int span_is(span s, const char *text) {
+    size_t n = strlen(text);
+    return (size_t)s.n == n && memcmp(s.p, text, n) == 0;
+}
+
+static uint32_t ascii_hash(const unsigned char *p, Py_ssize_t n) {
+    uint32_t h = 0;
+    for (Py_ssize_t i = 0; i < n; i++) h = 31 * h + p[i];
+    return h;
+}
+
+/* the answer, or Py_None when the frame is not the lane's; NULL with an exception on a broken state */
+static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) { PyErr_SetString(PyExc_TypeError, "send_lane(lane, payload, conn)"); return NULL; }
+    PyObject *payload = args[1], *conn = args[2];
+    if (!PyBytes_Check(payload)) Py_RETURN_NONE;
+    const unsigned char *d = (const unsigned char *)PyBytes_AS_STRING(payload);
+    Py_ssize_t size = PyBytes_GET_SIZE(payload);
+    if (size < 4 + 21) Py_RETURN_NONE;
+    uint32_t mark = (uint32_t)be32(d);
+    Py_ssize_t hlen = mark & 0xFFFFFF;
+    if ((mark >> 24) != 1 || hlen < 21 || 4 + hlen > size) Py_RETURN_NONE;
+    const unsigned char *h = d + 4;
+    if (be16(h) != 310) Py_RETURN_NONE;                       /* SEND_MESSAGE_V2 */
+    int32_t opaque = be32(h + 5), flag = be32(h + 9);
+    if (flag & 3) Py_RETURN_NONE;                             /* an answer, or oneway */
+    if (be32(h + 13) != 0 || 21 + (Py_ssize_t)be32(h + 17) != hlen) Py_RETURN_NONE;  /* a remark, or bytes after the fields */
+    /* the ext fields a..n, each at most once */
+    span f[14];
+    memset(f, 0, sizeof f);
+    Py_ssize_t pos = 21;
+    while (pos < hlen) {
+        if (pos + 2 > hlen) Py_RETURN_NONE;
+        int klen = be16(h + pos);
+        pos += 2;
+        if (klen < 0 || pos + klen + 4 > hlen) Py_RETURN_NONE;
+        span key = {h + pos, klen};
+        pos += klen;
+        int32_t vlen = be32(h + pos);
+        pos += 4;
+        if (vlen < 0 || pos + vlen > hlen) Py_RETURN_NONE;
+        span value = {h + pos, vlen};
+        pos += vlen;
+        int ok = lane_utf8(key);
+        if (ok <= 0) { if (ok < 0) return NULL; Py_RETURN_NONE; }
+        ok = lane_utf8(value);
+        if (ok <= 0) { if (ok < 0) return NULL; Py_RETURN_NONE; }
+        if (key.n == 1 && key.p[0] >= 'a' && key.p[0] <= 'n') {
+            int i = key.p[0] - 'a';
+            if (f[i].p) Py_RETURN_NONE;
+            f[i] = value;
+        }
+    }
+    /* a b c: producer group, topic, default topic (required); d..h ints (required) */
+    for (int i = 0; i < 8; i++) if (!f[i].p) Py_RETURN_NONE;
+    long long nums[14];
+    for (int i = 3; i < 8; i++) if (lane_parse_int(f[i], &nums[i]) < 0) Py_RETURN_NONE;
+    long long reconsume = 0, unused;
+    if (f[9].p && lane_parse_int(f[9], &reconsume) < 0) Py_RETURN_NONE;     /* j */
+    if (f[11].p && lane_parse_int(f[11], &unused) < 0) Py_RETURN_NONE;      /* l */
+    if (f[10].p && !span_is(f[10], "false") && !span_is(f[10], "true")) Py_RETURN_NONE;  /* k */
+    if (f[12].p && !span_is(f[12], "false")) Py_RETURN_NONE;               /* m: a batch */
+    long long queue_id = nums[4], sys_flag = nums[5], born_ts = nums[6], mflag = nums[7];
+    if (queue_id < 0 || queue_id > 0x7FFFFFFF || (sys_flag & 0xC) || sys_flag < 0 || sys_flag > 0x7FFFFFFF
+            || mflag < -2147483648LL || mflag > 0x7FFFFFFF || reconsume < -2147483648LL || reconsume > 0x7FFFFFFF)
+        Py_RETURN_NONE;
+    span topic_s = f[1];
+    if (topic_s.n < 1 || topic_s.n > 127 || !lane_ascii(topic_s)) Py_RETURN_NONE;
+    if (topic_s.n >= 7 && memcmp(topic_s.p, "%RETRY%", 7) == 0) Py_RETURN_NONE;
+
+    PyObject *refs_obj = PyObject_GetAttr(args[0], lattr[LA_REFS]);
+    if (!refs_obj) return NULL;
+    if (!PyTuple_Check(refs_obj) || PyTuple_GET_SIZE(refs_obj) != N_LREFS) {
+        Py_DECREF(refs_obj);
+        PyErr_SetString(PyExc_TypeError, "lane.refs is not the lane's tuple");
+        return NULL;
+    }
+    PyObject **refs = &PyTuple_GET_ITEM(refs_obj, 0);
+    PyObject *result = NULL;  /* set on every exit below */
+    PyObject *topic = NULL, *key = NULL, *cq = NULL, *cq_queue = NULL, *cq_files = NULL, *cq_mf = NULL;
+    PyObject *mfq = NULL, *files = NULL, *mf = NULL, *qtable = NULL, *born = NULL, *index_f = NULL;
+    PyObject *uniq = NULL, *keys = NULL, *small = NULL, *tmp = NULL, *qo_obj = NULL;
+    Py_buffer cl_buf = {0}, cq_buf = {0};
+    int cl_got = 0, cq_got = 0;
+
+    /* the properties: name\x01value items, \x02 between them (empty items are dropped, as parse_properties does) */
+    span names[LANE_MAX_PROPS], values[LANE_MAX_PROPS];
+    int np = 0;
+    span tags = {NULL, 0}, uniq_s = {NULL, 0}, keys_s = {NULL, 0}, shard_s = {NULL, 0};
+    if (f[8].p) {
+        const unsigned char *p = f[8].p, *end = f[8].p + f[8].n;
+        while (p <= end) {
+            const unsigned char *e = memchr(p, 2, end - p);
+            if (!e) e = end;
+            if (e > p) {
+                const unsigned char *s1 = memchr(p, 1, e - p);
+                if (!s1 || s1 == p || s1 + 1 >= e || memchr(s1 + 1, 1, e - s1 - 1) || np == LANE_MAX_PROPS) goto fallback;
+                span name = {p, s1 - p}, value = {s1 + 1, e - s1 - 1};
+                if (!lane_ascii(name)) goto fallback;
+                for (int i = 0; i < np; i++)
+                    if (names[i].n == name.n && memcmp(names[i].p, name.p, name.n) == 0) goto fallback;
+                PyObject *fb = refs[LR_FALLBACK];  /* names that send the message the ordinary way */
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fb); i++) {
+                    PyObject *b = PyTuple_GET_ITEM(fb, i);
+                    if (PyBytes_GET_SIZE(b) == name.n && memcmp(PyBytes_AS_STRING(b), name.p, name.n) == 0) goto fallback;
+                }
+                if (span_is(name, "TAGS")) tags = value;
+                else if (span_is(name, "UNIQ_KEY")) uniq_s = value;
+                else if (span_is(name, "KEYS")) keys_s = value;
+                else if (span_is(name, "__SHARDINGKEY")) shard_s = value;
+                if (!span_is(name, "WAIT")) { names[np] = name; values[np] = value; np++; }
+            }
+            p = e + 1;
+        }
+    }
+    if (tags.p && !lane_ascii(tags)) goto fallback;
+    if (np == LANE_MAX_PROPS) goto fallback;
+    span cluster = {(const unsigned char *)PyBytes_AS_STRING(refs[LR_CLUSTER]), PyBytes_GET_SIZE(refs[LR_CLUSTER])};
+    names[np] = (span){(const unsigned char *)"CLUSTER", 7};
+    values[np] = cluster;
+    np++;
+    /* stored in a Java HashMap's order: by bucket of the name's hash, then as put */
+    int order[LANE_MAX_PROPS];
+    unsigned buckets[LANE_MAX_PROPS];
+    unsigned capacity = 16;
+    while ((unsigned)np > capacity * 3 / 4) capacity <<= 1;
+    Py_ssize_t props_len = np - 1;
+    for (int i = 0; i < np; i++) {
+        uint32_t hh = ascii_hash(names[i].p, names[i].n);
+        buckets[i] = (hh ^ (hh >> 16)) & (capacity - 1);
+        props_len += names[i].n + 1 + values[i].n;
+        int j = i;
+        while (j > 0 && buckets[order[j - 1]] > buckets[i]) { order[j] = order[j - 1]; j--; }
+        order[j] = i;
+    }
+    if (props_len > 32767) goto fallback;
+
+    /* the topic: one the processor checked, with the same config, writable, and the queue in range */
+    topic = PyUnicode_DecodeASCII((const char *)topic_s.p, topic_s.n, NULL);
+    if (!topic) goto error;
+    PyObject *entry = PyDict_GetItemWithError(refs[LR_TOPICS], topic);  /* borrowed: (tc, topic bytes, prefix) */
+    if (!entry) { if (PyErr_Occurred()) goto error; goto fallback; }
+    PyObject *tc = PyTuple_GET_ITEM(entry, 0);
+    PyObject *now_tc = PyDict_GetItemWithError(refs[LR_TABLE], topic);
+    if (now_tc != tc) { if (PyErr_Occurred()) goto error; goto fallback; }
+    long long perm, broker_perm, wqn;
+    if (lane_int(tc, LA_PERM, &perm) < 0 || lane_int(refs[LR_CONFIG], LA_BROKER_PERM, &broker_perm) < 0
+            || lane_int(tc, LA_WRITE_QUEUE_NUMS, &wqn) < 0) goto error;
+    if (!(perm & 2) || !(broker_perm & 2) || queue_id >= wqn) goto fallback;
+
+    /* the sender's address, as the ordinary path looked it up: IPv4 only */
+    PyObject *attrs = PyObject_GetAttr(conn, lattr[LA_ATTRIBUTES]);
+    if (!attrs) goto error;
+    born = PyDict_GetItemWithError(attrs, refs[LR_BORN_V4_KEY]);
+    if (born) Py_INCREF(born);
+    else if (!PyErr_Occurred()) {
+        PyObject *host_port = PyDict_GetItemWithError(attrs, refs[LR_BORN_KEY]);
+        if (host_port && PyTuple_Check(host_port) && PyTuple_GET_SIZE(host_port) == 2
+                && PyUnicode_Check(PyTuple_GET_ITEM(host_port, 0))) {
+            const char *text = PyUnicode_AsUTF8(PyTuple_GET_ITEM(host_port, 0));
+            unsigned char raw[4];
+            int a, b, c, e2, n = 0;
+            char canon[16];
+            if (text && sscanf(text, "%d.%d.%d.%d%n", &a, &b, &c, &e2, &n) == 4 && text[n] == 0
+                    && a >= 0 && a < 256 && b >= 0 && b < 256 && c >= 0 && c < 256 && e2 >= 0 && e2 < 256
+                    && snprintf(canon, sizeof canon, "%d.%d.%d.%d", a, b, c, e2) > 0 && strcmp(canon, text) == 0) {
+                raw[0] = (unsigned char)a; raw[1] = (unsigned char)b; raw[2] = (unsigned char)c; raw[3] = (unsigned char)e2;
+                born = Py_BuildValue("(y#O)", (const char *)raw, (Py_ssize_t)4, PyTuple_GET_ITEM(host_port, 1));
+                if (!born || PyDict_SetItem(attrs, refs[LR_BORN_V4_KEY], born) < 0) { Py_DECREF(attrs); goto error; }
+            }
+            if (!text) PyErr_Clear();
+        }
+    }
+    Py_DECREF(attrs);
+    if (!born) { if (PyErr_Occurred()) goto error; goto fallback; }
+    long long born_port = PyLong_AsLongLong(PyTuple_GET_ITEM(born, 1));
+    if (born_port == -1 && PyErr_Occurred()) goto error;
+
+    /* the store takes it now */
+    PyObject *store = refs[LR_STORE], *commitlog = refs[LR_COMMITLOG];
+    int t;
+    if ((t = lane_true(store, LA_RUNNING)) != 1) { if (t < 0) goto error; goto fallback; }
+    if ((t = lane_true(store, LA_SLAVE)) != 0) { if (t < 0) goto error; goto fallback; }
+    if ((t = lane_true(store, LA_DISK_FULL)) != 0) { if (t < 0) goto error; goto fallback; }
+    tmp = PyObject_GetAttr(store, lattr[LA_GATE]);
+    if (!tmp) goto error;
+    if (tmp != Py_None) goto fallback;
+    Py_CLEAR(tmp);
+
+    /* the record's size and offsets */
+    Py_ssize_t body_len = size - 4 - hlen;
+    PyObject *topic_b = PyTuple_GET_ITEM(entry, 1);
+    long long total = RECORD_HEAD_V4 + body_len + 1 + PyBytes_GET_SIZE(topic_b) + 2 + props_len;
+    long long max_msg, cl_file_size;
+    if (lane_int(commitlog, LA_MAX_MSG, &max_msg) < 0 || lane_int(commitlog, LA_FILE_SIZE, &cl_file_size) < 0) goto error;
+    if (total > max_msg || total + 8 > cl_file_size) goto fallback;
+    qo_obj = PyLong_FromLongLong(queue_id);
+    if (!qo_obj) goto error;
+    key = PyTuple_Pack(2, topic, qo_obj);
+    Py_CLEAR(qo_obj);
+    if (!key) goto error;
+    qtable = PyObject_GetAttr(commitlog, lattr[LA_QTABLE]);
+    if (!qtable) goto error;
+    long long qo = 0;
+    PyObject *qv = PyDict_GetItemWithError(qtable, key);
+    if (qv) { qo = PyLong_AsLongLong(qv); if (qo == -1 && PyErr_Occurred()) goto error; }
+    else if (PyErr_Occurred()) goto error;
+
+    /* the consume queue: made, mapped, no ext, nothing waiting, room in its last file at the next unit */
+    tmp = PyObject_GetAttr(store, lattr[LA_CQS]);
+    if (!tmp) goto error;
+    cq = PyDict_GetItemWithError(tmp, key);
+    Py_CLEAR(tmp);
+    if (!cq) { if (PyErr_Occurred()) goto error; goto fallback; }
+    Py_INCREF(cq);
+    tmp = PyObject_GetAttr(cq, lattr[LA_EXT]);
+    if (!tmp) goto error;
+    if (tmp != Py_None) goto fallback;
+    Py_CLEAR(tmp);
+    tmp = PyObject_GetAttr(cq, lattr[LA_PENDING]);
+    if (!tmp) goto error;
+    if (tmp != Py_None) goto fallback;
+    Py_CLEAR(tmp);
+    if ((t = lane_true(cq, LA_MAPPED)) != 1) { if (t < 0) goto error; goto fallback; }
+    long long cq_file_size, cq_wrote, cq_from, cq_max_phy;
+    if (lane_int(cq, LA_FILE_SIZE, &cq_file_size) < 0 || lane_int(cq, LA_MAX_PHY, &cq_max_phy) < 0) goto error;
+    cq_queue = PyObject_GetAttr(cq, lattr[LA_QUEUE]);
+    if (!cq_queue) goto error;
+    cq_files = PyObject_GetAttr(cq_queue, lattr[LA_FILES]);
+    if (!cq_files) goto error;
+    if (!PyList_Check(cq_files) || PyList_GET_SIZE(cq_files) == 0) goto fallback;
+    cq_mf = Py_NewRef(PyList_GET_ITEM(cq_files, PyList_GET_SIZE(cq_files) - 1));
+    if (lane_int(cq_mf, LA_WROTE, &cq_wrote) < 0 || lane_int(cq_mf, LA_FROM, &cq_from) < 0) goto error;
+    if (cq_wrote + 20 > cq_file_size || cq_from + cq_wrote != qo * 20) goto fallback;
+
+    /* the commit log: room in its last file, the next one on its way */
+    mfq = PyObject_GetAttr(commitlog, lattr[LA_QUEUE]);
+    if (!mfq) goto error;
+    tmp = PyObject_GetAttr(mfq, lattr[LA_NEXT]);
+    if (!tmp) goto error;
+    if (tmp == Py_None) goto fallback;
+    Py_CLEAR(tmp);
+    files = PyObject_GetAttr(mfq, lattr[LA_FILES]);
+    if (!files) goto error;
+    if (!PyList_Check(files) || PyList_GET_SIZE(files) == 0) goto fallback;
+    mf = Py_NewRef(PyList_GET_ITEM(files, PyList_GET_SIZE(files) - 1));
+    long long wrote, mf_size, mf_from;
+    if (lane_int(mf, LA_WROTE, &wrote) < 0 || lane_int(mf, LA_FILE_SIZE, &mf_size) < 0
+            || lane_int(mf, LA_FROM, &mf_from) < 0) goto error;
+    if (wrote >= mf_size || total + 8 > mf_size - wrote) goto fallback;
+    long long phys = mf_from + wrote;
+    if (phys + total <= cq_max_phy) goto fallback;
+
+    /* the index: its last file with room for every key, nothing waiting, no spare needed yet */
+    PyObject *index = refs[LR_INDEX];
+    int n_entries = 0;
+    if (uniq_s.p && uniq_s.n) n_entries++;
+    if (keys_s.p) {
+        for (Py_ssize_t i = 0; i < keys_s.n;) {
+            while (i < keys_s.n && keys_s.p[i] == ' ') i++;
+            if (i >= keys_s.n) break;
+            n_entries++;
+            while (i < keys_s.n && keys_s.p[i] != ' ') i++;
+        }
+    }
+    if (index != Py_None) {
+        tmp = PyObject_GetAttr(index, lattr[LA_PENDING]);
+        if (!tmp) goto error;
+        if (tmp != Py_None) goto fallback;
+        Py_CLEAR(tmp);
+        tmp = PyObject_GetAttr(index, lattr[LA_FILES]);
+        if (!tmp) goto error;
+        if (!PyList_Check(tmp) || PyList_GET_SIZE(tmp) == 0) goto fallback;
+        index_f = Py_NewRef(PyList_GET_ITEM(tmp, PyList_GET_SIZE(tmp) - 1));
+        Py_CLEAR(tmp);
+        long long count, inum, end_phy;
+        if (lane_int(index_f, LA_INDEX_COUNT, &count) < 0 || lane_int(index, LA_INDEX_NUM, &inum) < 0
+                || lane_int(index_f, LA_END_PHY, &end_phy) < 0) goto error;
+        tmp = PyObject_GetAttr(index, lattr[LA_SPARE]);
+        if (!tmp) goto error;
+        int no_spare = tmp == Py_None;
+        Py_CLEAR(tmp);
+        if (count >= inum || (no_spare && count * 2 > inum) || count + n_entries > inum || phys < end_phy) goto fallback;
+        if (uniq_s.p && uniq_s.n) { uniq = PyUnicode_DecodeUTF8((const char *)uniq_s.p, uniq_s.n, NULL); if (!uniq) goto error; }
+        if (keys_s.p && keys_s.n) { keys = PyUnicode_DecodeUTF8((const char *)keys_s.p, keys_s.n, NULL); if (!keys) goto error; }
+    }
+    if (shard_s.p) {
+        small = Py_BuildValue("{s:s#}", "__SHARDINGKEY", (const char *)shard_s.p, shard_s.n);
+        if (!small) goto error;
+    }
+
+    /* the store time, as append_message takes it */
+    tmp = PyObject_CallMethodNoArgs(store, lattr[LA_CLOCK]);
+    if (!tmp) goto error;
+    double now_s = PyFloat_AsDouble(tmp);
+    Py_CLEAR(tmp);
+    if (now_s == -1.0 && PyErr_Occurred()) goto error;
+    long long store_ts = (long long)(now_s * 1000);
+
+    /* ---- writes: nothing above has changed anything ---- */
+    PyObject *mm = PyObject_GetAttr(mf, lattr[LA_MM]);
+    if (!mm) goto error;
+    int brc = PyObject_GetBuffer(mm, &cl_buf, PyBUF_WRITABLE);
+    Py_DECREF(mm);
+    if (brc < 0) goto error;
+    cl_got = 1;
+    PyObject *cqmm = PyObject_GetAttr(cq_mf, lattr[LA_MM]);
+    if (!cqmm) goto error;
+    brc = PyObject_GetBuffer(cqmm, &cq_buf, PyBUF_WRITABLE);
+    Py_DECREF(cqmm);
+    if (brc < 0) goto error;
+    cq_got = 1;
+    if (wrote + total > cl_buf.len || cq_wrote + 20 > cq_buf.len) goto fallback;
+    PyObject *body_view = PyMemoryView_FromMemory((char *)d + 4 + hlen, body_len, PyBUF_READ);
+    if (!body_view) goto error;
+    tmp = PyObject_CallOneArg(crc32_fn, body_view);
+    Py_DECREF(body_view);
+    if (!tmp) goto error;
+    unsigned long crc = PyLong_AsUnsignedLong(tmp);
+    Py_CLEAR(tmp);
+    if (crc == (unsigned long)-1 && PyErr_Occurred()) goto error;
+    PyObject *store_ip = refs[LR_STORE_IP];
+    long long store_port;  /* read each time: an ephemeral listen sets it after the lane is made */
+    if (lane_int(refs[LR_CONFIG], LA_LISTEN_PORT, &store_port) < 0) goto error;
+    {
+        unsigned char *p = (unsigned char *)cl_buf.buf + wrote;
+        put32(p, (uint32_t)total); p += 4;
+        put32(p, 0xDAA320A7u); p += 4;
+        put32(p, (uint32_t)(crc & 0x7FFFFFFF)); p += 4;
+        put32(p, (uint32_t)queue_id); p += 4;
+        put32(p, (uint32_t)mflag); p += 4;
+        put64(p, (uint64_t)qo); p += 8;
+        put64(p, (uint64_t)phys); p += 8;
+        put32(p, (uint32_t)(sys_flag & ~0x30)); p += 4;
+        put64(p, (uint64_t)born_ts); p += 8;
+        memcpy(p, PyBytes_AS_STRING(PyTuple_GET_ITEM(born, 0)), 4); p += 4;
+        put32(p, (uint32_t)born_port); p += 4;
+        put64(p, (uint64_t)store_ts); p += 8;
+        memcpy(p, PyBytes_AS_STRING(store_ip), 4); p += 4;
+        put32(p, (uint32_t)store_port); p += 4;
+        put32(p, (uint32_t)reconsume); p += 4;
+        put64(p, 0); p += 8;
+        put32(p, (uint32_t)body_len); p += 4;
+        memcpy(p, d + 4 + hlen, body_len); p += body_len;
+        *p++ = (unsigned char)PyBytes_GET_SIZE(topic_b);
+        memcpy(p, PyBytes_AS_STRING(topic_b), PyBytes_GET_SIZE(topic_b)); p += PyBytes_GET_SIZE(topic_b);
+        p[0] = (unsigned char)(props_len >> 8); p[1] = (unsigned char)props_len; p += 2;
+        for (int k = 0; k < np; k++) {
+            int i = order[k];
+            if (k) *p++ = 2;
+            memcpy(p, names[i].p, names[i].n); p += names[i].n;
+            *p++ = 1;
+            memcpy(p, values[i].p, values[i].n); p += values[i].n;
+        }
+    }
+    /* then everything the Python path changes, in its order; a failure from here on is reported
+     * as unraisable and the answer still goes out: the message is stored */
+    if (lane_set_int(mf, LA_WROTE, wrote + total) < 0) PyErr_WriteUnraisable(args[0]);
+    tmp = PyLong_FromLongLong(qo + 1);
+    if (!tmp || PyDict_SetItem(qtable, key, tmp) < 0) PyErr_WriteUnraisable(args[0]);
+    Py_CLEAR(tmp);
+    if (lane_set_int(commitlog, LA_LAST_TS, store_ts) < 0) PyErr_WriteUnraisable(args[0]);
+    {   /* StoreTimes: a put of 0 ms */
+        PyObject *times = PyObject_GetAttr(store, lattr[LA_TIMES]);
+        long long window_end = 0;
+        if (!times || lane_int(times, LA_WINDOW_END, &window_end) < 0) PyErr_WriteUnraisable(args[0]);
+        else if (store_ts < window_end) {
+            for (int which = LA_COUNTS; which <= LA_LATENCY; which++) {
+                PyObject *lst = PyObject_GetAttr(times, lattr[which]);
+                if (!lst || !PyList_Check(lst) || PyList_GET_SIZE(lst) == 0) { Py_XDECREF(lst); PyErr_WriteUnraisable(args[0]); continue; }
+                long long n0 = PyLong_AsLongLong(PyList_GET_ITEM(lst, 0));
+                PyObject *one = (n0 == -1 && PyErr_Occurred()) ? NULL : PyLong_FromLongLong(n0 + 1);
+                if (!one || PyList_SetItem(lst, 0, one) < 0) PyErr_WriteUnraisable(args[0]);
+                Py_DECREF(lst);
+            }
+        } else {
+            tmp = PyObject_CallMethod(times, "put", "iL", 0, store_ts);
+            if (!tmp) PyErr_WriteUnraisable(args[0]);
+            Py_CLEAR(tmp);
+        }
+        Py_XDECREF(times);
+    }
+    {   /* the consume queue unit (ConsumeQueue.put_next) */
+        long long tags_code = 0;
+        if (tags.p && tags.n) tags_code = (int32_t)ascii_hash(tags.p, tags.n);
+        unsigned char *u = (unsigned char *)cq_buf.buf + cq_wrote;
+        put64(u, (uint64_t)phys); put32(u + 8, (uint32_t)total); put64(u + 12, (uint64_t)tags_code);
+        if (PyObject_SetAttr(cq, lattr[LA_USED], Py_True) < 0) PyErr_WriteUnraisable(args[0]);
+        if (lane_set_int(cq_mf, LA_WROTE, cq_wrote + 20) < 0) PyErr_WriteUnraisable(args[0]);
+        if (lane_set_int(cq, LA_MAX_PHY, phys + total) < 0) PyErr_WriteUnraisable(args[0]);
+        long long mark_at = 0;
+        if (lane_int(cq, LA_PREALLOC, &mark_at) < 0) PyErr_WriteUnraisable(args[0]);
+        else if (cq_wrote + 20 >= mark_at) {
+            tmp = PyObject_GetAttr(cq_queue, lattr[LA_NEXT]);
+            if (!tmp) PyErr_WriteUnraisable(args[0]);
+            else if (tmp == Py_None) {
+                PyObject *r = PyObject_CallMethodNoArgs(cq_queue, lattr[LA_PREPARE_NEXT]);
+                if (!r) PyErr_WriteUnraisable(args[0]);
+                Py_XDECREF(r);
+            }
+            Py_CLEAR(tmp);
+        }
+        if (PySet_Add(refs[LR_DIRTY_CQS], cq) < 0) PyErr_WriteUnraisable(args[0]);
+    }
+    if (index_f) {  /* the index entries (IndexService.dispatch) */
+        PyObject *prefix = PyTuple_GET_ITEM(entry, 2);
+        PyObject *ia[6] = {index_f, prefix, uniq ? uniq : Py_None, keys ? keys : Py_None, NULL, NULL};
+        ia[4] = PyLong_FromLongLong(phys);
+        ia[5] = PyLong_FromLongLong(store_ts);
+        PyObject *r = (ia[4] && ia[5]) ? index_put_keys(NULL, ia, 6) : NULL;
+        if (!r) PyErr_WriteUnraisable(args[0]);
+        Py_XDECREF(r);
+        Py_XDECREF(ia[4]);
+        Py_XDECREF(ia[5]);
+        PyObject *dirty = PyObject_GetAttr(index, lattr[LA_DIRTY]);
+        if (!dirty || PySet_Add(dirty, index_f) < 0) PyErr_WriteUnraisable(args[0]);
+        Py_XDECREF(dirty);
+    }
+    if (lane_set_int(refs[LR_PIPELINE], LA_DISPATCHED_TS, store_ts) < 0) PyErr_WriteUnraisable(args[0]);
+    {   /* the arrival listeners (long polling, POP, statistics), as append_message tells them */
+        int listening = lane_true(store, LA_LISTENERS);
+        if (listening < 0) PyErr_WriteUnraisable(args[0]);
+        else if (listening) {
+            PyObject *r = PyObject_CallMethod(store, "_arrive", "OLL", topic, queue_id, qo + 1);
+            if (!r) PyErr_WriteUnraisable(args[0]);
+            Py_XDECREF(r);
+        }
+    }
+    {   /* the 5.x metrics' count, as SendProcessor counts a stored send */
+        PyObject *r = PyObject_CallMethod(refs[LR_STATS], "on_put", "OOOiL", topic, small ? small : refs[LR_EMPTY],
+                                          Py_False, 1, total);
+        if (!r) PyErr_WriteUnraisable(args[0]);
+        Py_XDECREF(r);
+    }
+    {   /* the answer */
+        PyObject *ma[3] = {store_ip, NULL, NULL};
+        ma[1] = PyLong_FromLongLong(store_port);
+        ma[2] = PyLong_FromLongLong(phys);
+        PyObject *msg_id = ma[1] && ma[2] ? offset_msg_id(NULL, ma, 3) : NULL;
+        Py_XDECREF(ma[1]);
+        Py_XDECREF(ma[2]);
+        if (!msg_id) goto error;
+        PyObject *region = PyObject_GetAttr(refs[LR_CONFIG], lattr[LA_REGION]);
+        int trace_on = lane_true(refs[LR_CONFIG], LA_TRACE_ON);
+        if (!region || trace_on < 0 || !PyUnicode_Check(region)) {
+            if (region && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "regionId is not a str");
+            Py_XDECREF(region);
+            Py_DECREF(msg_id);
+            goto error;
+        }
+        PyObject *fa[7] = {NULL, NULL, region, lattr[trace_on ? LA_TRUE : LA_FALSE], msg_id, NULL, NULL};
+        fa[0] = PyLong_FromLong(0);
+        fa[1] = PyLong_FromLong(opaque);
+        fa[5] = PyLong_FromLongLong(queue_id);
+        fa[6] = PyLong_FromLongLong(qo);
+        if (fa[0] && fa[1] && fa[5] && fa[6]) result = send_answer_frame(NULL, fa, 7);
+        Py_XDECREF(fa[0]); Py_XDECREF(fa[1]); Py_XDECREF(fa[5]); Py_XDECREF(fa[6]);
+        Py_DECREF(region);
+        Py_DECREF(msg_id);
+        if (!result) goto error;
+    }
+    goto done;
+fallback:
+    result = Py_NewRef(Py_None);
+    goto done;
+error:
+    result = NULL;
+done:
+    if (cl_got) PyBuffer_Release(&cl_buf);
+    if (cq_got) PyBuffer_Release(&cq_buf);
+    Py_XDECREF(tmp); Py_XDECREF(topic); Py_XDECREF(key); Py_XDECREF(cq); Py_XDECREF(cq_queue); Py_XDECREF(cq_files);
+    Py_XDECREF(cq_mf); Py_XDECREF(mfq); Py_XDECREF(files); Py_XDECREF(mf); Py_XDECREF(qtable); Py_XDECREF(born);
+    Py_XDECREF(index_f); Py_XDECREF(uniq); Py_XDECREF(keys); Py_XDECREF(small); Py_XDECREF(qo_obj);
+    Py_DECREF(refs_obj);
+    return result;
+}
+
 /* ---- Committer: the SYNC_FLUSH group commit thread, never taking the GIL ----------------------
  *
  * Twin of rmqtx.store.committer.PyCommitter (read its docstrings for the why). One pthread syncs
@@ -1272,6 +1834,7 @@ static PyMethodDef methods[] = {
     {"join_properties", (PyCFunction)(void (*)(void))join_properties, METH_FASTCALL, "Message properties dict to its string, in a given order."},
     {"index_put_keys", (PyCFunction)(void (*)(void))index_put_keys, METH_FASTCALL, "A record's index entries into an IndexFile, and its header."},
     {"scan_units", (PyCFunction)(void (*)(void))scan_units, METH_FASTCALL, "The plain run of a pull's consume-queue units: records copied out of one commit log file."},
+    {"send_lane", (PyCFunction)(void (*)(void))send_lane, METH_FASTCALL, "A plain SEND_MESSAGE_V2 stored and answered, or None."},
     {"configure", configure, METH_O, "Set the exception class raised for malformed frames."},
     {NULL, NULL, 0, NULL},
 };
@@ -1292,6 +1855,10 @@ PyMODINIT_FUNC PyInit__accel(void) {
     for (int i = 0; i < N_IATTR; i++) {
         iattr[i] = PyUnicode_InternFromString(iattr_names[i]);
         if (!iattr[i]) return NULL;
+    }
+    for (int i = 0; i < N_LATTR; i++) {
+        lattr[i] = PyUnicode_InternFromString(lattr_names[i]);
+        if (!lattr[i]) return NULL;
     }
     static const char *names[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "m", "l", "n"};
     for (int i = 0; i < 14; i++) {

@@ -9,7 +9,9 @@ rmqtx.common.message, ``index_key_hash2``, ``write_record`` and ``offset_msg_id`
 rmqtx.store.record, ``index_put`` and ``index_put_keys`` in rmqtx.store.index, ``scan_units`` in
 rmqtx.store.consume_queue. One type too: ``Committer``, the SYNC_FLUSH group commit thread, whose
 twin is ``PyCommitter`` in rmqtx.store.committer (same methods and behaviour; the C one never takes
-the GIL; tests/store/test_committer.py runs both).
+the GIL; tests/store/test_committer.py runs both). And ``send_lane``, a plain SEND_MESSAGE_V2 stored
+and answered in one call, whose twin is the ordinary send path it shortcuts (rmqtx/broker/processors/send_lane.py;
+tests/broker/test_send_lane.py compares the stores and answers the two leave).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ PURE_ENV = "RMQTX_PURE_PYTHON"
 REQUIRED = ("Committer", "binary_frame_head", "configure", "configure_command", "decode_binary_fields",
             "decode_frame_payload", "encode_binary_ext", "index_key_hash2", "index_put", "index_put_keys",
             "java_string_hash", "join_properties", "offset_msg_id", "parse_properties", "scan_units",
-            "send_answer_frame", "send_v2_values", "write_record")
+            "send_answer_frame", "send_lane", "send_v2_values", "write_record")
 
 
 def _load() -> ModuleType | None:

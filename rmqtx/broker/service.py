@@ -23,6 +23,7 @@ from rmqtx.broker.offsets import ConsumerOffsetManager
 from rmqtx.broker.parts import AclGuard, AuthGuard, ConfigFiles, Deliveries, RemotingListener, StoreService, Upkeep
 from rmqtx.broker.pop.service import PopService
 from rmqtx.broker.processors import ALL as PROCESSORS
+from rmqtx.broker.processors.send import SendProcessor
 from rmqtx.broker.registration import NamesrvRegistrar
 from rmqtx.broker.schedule import ScheduleMessageService
 from rmqtx.broker.stats import BrokerStats
@@ -141,7 +142,10 @@ class BrokerService(OrderedServices):
         """The processors' tables on the dispatcher (and ACL's, when on), and the dispatcher's hooks."""
         cfg = self.config
         for processor_class in PROCESSORS:
-            self.dispatcher.register_many(processor_class(ctx).table())
+            processor = processor_class(ctx)
+            self.dispatcher.register_many(processor.table())
+            if isinstance(processor, SendProcessor) and processor.lane is not None:
+                self.dispatcher.lane = processor.lane.handler()
         if cfg.aclEnable:
             from rmqtx.acl.service import AclService, default_acl_path  # only when on: it loads YAML
 

@@ -13,8 +13,10 @@ from twisted.trial import unittest
 from rmqtx.accel import accel
 from testkit.hotpath import HotPath, calls_per_message, warm_up
 
-# Measured when set (accelerated 54.4 / 4.1, pure Python 210.4 / 9.8), plus ~10% (more for the accelerated pulls).
-SEND_BUDGET = 60 if accel is not None else 232
+# Measured when set (accelerated, with the send lane: 10.5 / 4.1; pure Python 210.4 / 9.8), plus ~10%
+# (more for the accelerated counts, which are small). The lane's sends make no Python call of their own
+# but the store clock, the CRC, the statistics and the arrival listeners.
+SEND_BUDGET = 12 if accel is not None else 232
 PULL_BUDGET = 5 if accel is not None else 11
 
 
@@ -33,4 +35,4 @@ class CallBudget(unittest.TestCase):
         detail = f"send {send_calls:.1f} calls/msg (budget {SEND_BUDGET}), pull {pull_calls:.1f} (budget {PULL_BUDGET})"
         self.assertLessEqual(send_calls, SEND_BUDGET, detail)
         self.assertLessEqual(pull_calls, PULL_BUDGET, detail)
-        self.assertGreater(send_calls, 20, detail)  # the counter really saw the broker's work
+        self.assertGreater(send_calls, 5, detail)  # the counter really saw the broker's work

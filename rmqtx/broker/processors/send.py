@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rmqtx.broker.context import FAQ_SUFFIX, BrokerContext
 from rmqtx.broker.ha.role import disk_util, wait_for_replica
+from rmqtx.broker.processors.send_lane import SendLane
 from rmqtx.broker.recall_handle import recall_handle_for
 from rmqtx.broker.timer import REQUEST_KEYS
 from rmqtx.common.message import (
@@ -83,6 +84,8 @@ class SendProcessor:
     def __init__(self, ctx: BrokerContext) -> None:
         self.ctx = ctx
         self._checked: dict[str, TopicConfig] = {}  # topic -> its TopicConfig when it last passed _check
+        #: the compiled lane for plain sends (send_lane.py), when the accelerator and the settings allow it
+        self.lane = SendLane(ctx) if SendLane.fits(ctx) else None
 
     def table(self) -> dict:
         return {
@@ -227,6 +230,8 @@ class SendProcessor:
         result = store.append_message(msg, props, TIME_AT_SYNC)  # under SYNC_FLUSH it waits below
         if result.status is _PUT_OK:
             self.ctx.stats.on_put(topic, props, is_half, 1, result.wrote_bytes)
+            if self.lane is not None and topic is header.topic and not is_half and not is_batch and recall is None:
+                self.lane.admit(topic, tc)  # its checks passed: the next plain sends to it can take the lane
         if store.sync_flush and result.status is PutStatus.PUT_OK:
             # acknowledged only once durable: the answer is written when the group commit covers it
             store.call_when_flushed(result, self._answer_synced, (request, conn, reply_queue, recall))
