@@ -969,7 +969,7 @@ done:
  * (lane.refs, rmqtx/broker/processors/send_lane.py), read and written as the Python path does. */
 
 enum { LR_TOPICS, LR_TABLE, LR_CONFIG, LR_STORE, LR_COMMITLOG, LR_INDEX, LR_DIRTY_CQS, LR_STATS, LR_PIPELINE,
-       LR_CLUSTER, LR_STORE_IP, LR_FALLBACK, LR_EMPTY, LR_BORN_KEY, LR_BORN_V4_KEY, N_LREFS };
+       LR_CLUSTER, LR_STORE_IP, LR_FALLBACK, LR_EMPTY, LR_BORN_KEY, LR_BORN_V4_KEY, LR_SYNCED, N_LREFS };
 enum { LA_REFS, LA_PERM, LA_BROKER_PERM, LA_RUNNING, LA_SLAVE, LA_DISK_FULL, LA_GATE, LA_CQS, LA_QUEUE, LA_FILES,
        LA_NEXT, LA_WROTE, LA_FILE_SIZE, LA_FROM, LA_MM, LA_QTABLE, LA_LAST_TS, LA_EXT, LA_PENDING, LA_MAPPED,
        LA_USED, LA_MAX_PHY, LA_PREALLOC, LA_PREPARE_NEXT, LA_DIRTY, LA_INDEX_COUNT, LA_INDEX_NUM, LA_SPARE,
@@ -1128,7 +1128,7 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     PyObject *mfq = NULL, *files = NULL, *mf = NULL, *qtable = NULL, *born = NULL, *index_f = NULL;
     PyObject *uniq = NULL, *keys = NULL, *small = NULL, *tmp = NULL, *qo_obj = NULL;
     Py_buffer cl_buf = {0}, cq_buf = {0};
-    int cl_got = 0, cq_got = 0;
+    int cl_got = 0, cq_got = 0, written = 0;
 
     /* the properties: name\x01value items, \x02 between them (empty items are dropped, as parse_properties does) */
     span names[LANE_MAX_PROPS], values[LANE_MAX_PROPS];
@@ -1400,14 +1400,17 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
             memcpy(p, values[i].p, values[i].n); p += values[i].n;
         }
     }
-    /* then everything the Python path changes, in its order; a failure from here on is reported
-     * as unraisable and the answer still goes out: the message is stored */
+    /* then everything the Python path changes, in its order. The message is stored: a failure from
+     * here on is reported as unraisable, never raised (the ordinary path would store it again), and
+     * one that leaves no answer returns b"" (the client's send times out) */
+    written = 1;
     if (lane_set_int(mf, LA_WROTE, wrote + total) < 0) PyErr_WriteUnraisable(args[0]);
     tmp = PyLong_FromLongLong(qo + 1);
     if (!tmp || PyDict_SetItem(qtable, key, tmp) < 0) PyErr_WriteUnraisable(args[0]);
     Py_CLEAR(tmp);
     if (lane_set_int(commitlog, LA_LAST_TS, store_ts) < 0) PyErr_WriteUnraisable(args[0]);
-    {   /* StoreTimes: a put of 0 ms */
+    PyObject *synced = refs[LR_SYNCED];  /* SYNC_FLUSH: the put is timed, and answered, at its sync */
+    if (synced == Py_None) {   /* StoreTimes: a put of 0 ms */
         PyObject *times = PyObject_GetAttr(store, lattr[LA_TIMES]);
         long long window_end = 0;
         if (!times || lane_int(times, LA_WINDOW_END, &window_end) < 0) PyErr_WriteUnraisable(args[0]);
@@ -1479,7 +1482,7 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
         if (!r) PyErr_WriteUnraisable(args[0]);
         Py_XDECREF(r);
     }
-    {   /* the answer */
+    {   /* the answer, or under SYNC_FLUSH its wait for the group commit */
         PyObject *ma[3] = {store_ip, NULL, NULL};
         ma[1] = PyLong_FromLongLong(store_port);
         ma[2] = PyLong_FromLongLong(phys);
@@ -1487,6 +1490,16 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_XDECREF(ma[1]);
         Py_XDECREF(ma[2]);
         if (!msg_id) goto error;
+        if (synced != Py_None) {
+            PyObject *r = PyObject_CallFunction(synced, "OiLLLOLL", conn, (int)opaque, queue_id, phys, total, msg_id,
+                                                qo, store_ts);
+            Py_DECREF(msg_id);
+            if (!r) goto error;
+            Py_DECREF(r);
+            result = PyBytes_FromStringAndSize(NULL, 0);
+            if (!result) goto error;
+            goto done;
+        }
         PyObject *region = PyObject_GetAttr(refs[LR_CONFIG], lattr[LA_REGION]);
         int trace_on = lane_true(refs[LR_CONFIG], LA_TRACE_ON);
         if (!region || trace_on < 0 || !PyUnicode_Check(region)) {
@@ -1512,6 +1525,10 @@ fallback:
     goto done;
 error:
     result = NULL;
+    if (written) {
+        PyErr_WriteUnraisable(args[0]);
+        result = PyBytes_FromStringAndSize(NULL, 0);
+    }
 done:
     if (cl_got) PyBuffer_Release(&cl_buf);
     if (cq_got) PyBuffer_Release(&cq_buf);

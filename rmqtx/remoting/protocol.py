@@ -77,7 +77,8 @@ class Dispatcher:
         #: One pre-dispatch check (the broker's ACL): returns a refusal to answer, or None to go on.
         self.guard: Callable[[RemotingCommand, "RemotingProtocol"], RemotingCommand | None] | None = None
         #: A compiled shortcut offered each frame before it is decoded, while no guard is set (the
-        #: broker's send lane): returns the answer frame, or None when the frame goes the ordinary way.
+        #: broker's send lane): returns the answer frame (b"" when it answers later), or None when the
+        #: frame goes the ordinary way.
         self.lane: Callable[[bytes, "RemotingProtocol"], bytes | None] | None = None
 
     def register(self, code: int, handler: Handler) -> None:
@@ -263,11 +264,12 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         if dispatcher is not None and dispatcher.lane is not None and dispatcher.guard is None:
             try:
                 answer = dispatcher.lane(payload, self)
-            except Exception:  # a state the lane did not expect: it wrote nothing; the ordinary path from now on
+            except Exception:  # a state the lane did not expect, before it wrote anything: the ordinary path from now on
                 log.failure("the send lane failed; sends take the ordinary path from now on")
                 dispatcher.lane = answer = None
-            if answer is not None:
-                self.send_frame(answer)
+            if answer is not None:  # b"": stored, answered once synced (SYNC_FLUSH)
+                if answer:
+                    self.send_frame(answer)
                 return
         try:
             cmd = decode_frame_payload(payload)

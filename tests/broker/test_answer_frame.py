@@ -33,6 +33,6 @@ class AnswerFrame(unittest.TestCase):
                 expected.opaque = request.opaque
                 expected.flag |= RESPONSE_FLAG  # what RemotingProtocol.answer does before encoding
                 code = int(expected.code)
-                self.assertEqual(self.proc._answer_frame(code, result, request, 3), encode_frame(expected))
+                self.assertEqual(self.proc._answer_frame(code, result, request.opaque, 3), encode_frame(expected))
                 cases += 1
         self.assertEqual(cases, 6)

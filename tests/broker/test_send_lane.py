@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import random
+import time
 import unittest as pyunit
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, reactor, task
 from twisted.trial import unittest
 
 from rmqtx.broker.processors.send_lane import SendLane
@@ -28,7 +29,9 @@ try:
 except ImportError:
     _accel = None
 
-NOW = 1_764_000_000.5  # the store clock both brokers read: the same store times in both
+#: the store clock both brokers read, stopped at the wall clock's time of the run: the same store times in
+#: both, and the delayed message comes due only seconds after (not while the test waits for syncs)
+NOW = time.time()
 PORT = 10911  # the listen port both brokers write into their records (each really listens on its own)
 SMALL_FILES = {"mappedFileSizeCommitLog": str(64 * 1024), "mappedFileSizeConsumeQueue": str(20 * 50),
                "maxIndexNum": "120", "maxHashSlotNum": "16"}
@@ -55,7 +58,9 @@ def send(n: int, topic: str = TOPIC, queue: int = 0, properties: str | None = No
 
 
 def reads() -> list[bytes]:
-    """Plain sends around every case the lane must leave alone, in reads of several frames."""
+    """Plain sends around every case the lane must leave alone, in reads of several frames. (Not a
+    timer message: its recall handle and its delivery follow the wall clock, so the two brokers' would
+    differ; test_the_lane_takes_the_plain_sends checks that the lane leaves it alone.)"""
     frames: list[bytes] = []
     n = 0
 
@@ -75,7 +80,7 @@ def reads() -> list[bytes]:
         dict(properties="KEYS\x01k\x02\x02TAGS\x01t"),  # an empty item, no trailing separator
         dict(properties=props(DELAY="2", UNIQ_KEY="U4")),  # a delay level: the schedule topic
         dict(properties=props(TRAN_MSG="true", PGROUP="P_lane", UNIQ_KEY="U5")),  # a half message
-        dict(properties=props(TIMER_DELAY_SEC="3", UNIQ_KEY="U6")),
+        dict(properties=props(__STARTDELIVERTIME="1764000009000", UNIQ_KEY="U6")),
         dict(properties=props(CLUSTER="other", UNIQ_KEY="U7")),
         dict(properties="KEYS\x01a\x02KEYS\x01b"),  # a name twice
         dict(properties="KEYS\x01\x02TAGS\x01t"),  # an empty value
@@ -105,12 +110,21 @@ def reads() -> list[bytes]:
     return [b"".join(frames[i:i + 5]) for i in range(0, len(frames), 5)]
 
 
+def frames_of(data: bytes) -> list[bytes]:
+    out, pos = [], 0
+    while pos < len(data):
+        size = int.from_bytes(data[pos:pos + 4], "big")
+        out.append(data[pos:pos + 4 + size])
+        pos += 4 + size
+    return out
+
+
 def with_lane(hot: HotPath) -> HotPath:
     """The broker's send lane on; under RMQTX_PURE_PYTHON=1 (the pure env) made here, so that the lane
     is compared with the pure-Python path."""
     processor = hot.broker.dispatcher.processors[RequestCode.SEND_MESSAGE_V2].__self__  # type: ignore[attr-defined]
     if processor.lane is None:
-        processor.lane = SendLane(hot.broker.ctx)
+        processor.lane = SendLane(hot.broker.ctx, processor.lane_synced)
         hot.broker.dispatcher.lane = processor.lane.handler(_accel)
     return hot
 
@@ -167,6 +181,36 @@ class SendLaneTest(unittest.TestCase):
         self.assertGreater(len(with_lane["commitlog"]), 3)  # the commit log rolled over
         self.assertGreater(len([k for k in with_lane if k.startswith("index")]), 1)
 
+    async def _under_sync_flush(self) -> None:
+        hots = [with_lane(HotPath(flushDiskType="SYNC_FLUSH", **SMALL_FILES)), HotPath(flushDiskType="SYNC_FLUSH", **SMALL_FILES)]
+        self.hots += hots
+        hots[1].broker.dispatcher.lane = None
+        data = reads()
+        answers = []
+        for hot in hots:
+            hot.broker.ctx.store.clock = lambda: NOW
+            hot.broker.config.update(listenPort=PORT)
+            out = self.feed(hot, data)
+            store = hot.broker.ctx.store
+            deadline = time.time() + 30
+            while time.time() < deadline and store.commitlog.queue.flushed_where < store.commitlog.max_offset:
+                await task.deferLater(reactor, 0.01, lambda: None)
+            await task.deferLater(reactor, 0.05, lambda: None)  # the last sync's answers
+            out += hot.transport.value()
+            hot.transport.clear()
+            answers.append(sorted(frames_of(out)))
+        self.assertEqual(answers[0], answers[1])
+        self.assertEqual(len(answers[0]), sum(len(frames_of(chunk)) for chunk in data) - 1)  # all but the oneway one
+        states = [self.state(hot) for hot in hots]
+        self.assertEqual(states[0].keys(), states[1].keys())
+        for key in states[0]:
+            self.assertEqual(states[0][key], states[1][key], key)
+
+    def test_under_sync_flush(self):
+        """The same under SYNC_FLUSH, where the lane's answers wait for the group commit as the
+        ordinary path's do (in another order than they were sent: sorted here)."""
+        return defer.ensureDeferred(self._under_sync_flush())
+
     def test_the_lane_takes_the_plain_sends(self) -> None:
         hot = with_lane(HotPath())  # files of the default sizes: no roll in the way
         self.hots.append(hot)
@@ -181,4 +225,7 @@ class SendLaneTest(unittest.TestCase):
 
         hot.broker.dispatcher.lane = counting
         self.feed(hot, [b"".join(send(n, queue=n % QUEUES) for n in range(10, 42))])
+        self.assertEqual(calls["taken"], 32)
+        for key in ("TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"):  # timer messages: the ordinary way
+            self.feed(hot, [send(50, properties=props(**{key: "3000"}, UNIQ_KEY="T"))])
         self.assertEqual(calls["taken"], 32)

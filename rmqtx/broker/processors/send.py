@@ -85,7 +85,7 @@ class SendProcessor:
         self.ctx = ctx
         self._checked: dict[str, TopicConfig] = {}  # topic -> its TopicConfig when it last passed _check
         #: the compiled lane for plain sends (send_lane.py), when the accelerator and the settings allow it
-        self.lane = SendLane(ctx) if SendLane.fits(ctx) else None
+        self.lane = SendLane(ctx, self.lane_synced) if SendLane.fits(ctx) else None
 
     def table(self) -> dict:
         return {
@@ -241,7 +241,7 @@ class SendProcessor:
         status = result.status
         code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)  # (an Enum hashes in Python)
         if code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
-            conn.send_frame(self._answer_frame(code, result, request, reply_queue))
+            conn.send_frame(self._answer_frame(code, result, request.opaque, reply_queue))
             return None
         return self._answer(result, request, reply_queue)
 
@@ -256,9 +256,21 @@ class SendProcessor:
         status = result.status
         code = _SUCCESS if status is _PUT_OK else _STORED_CODES.get(status)
         if recall is None and code is not None and request.serialize_type is _ROCKETMQ and not request.flag & ONEWAY_FLAG:
-            conn.send_frame(self._answer_frame(code, result, request, queue_id))
+            conn.send_frame(self._answer_frame(code, result, request.opaque, queue_id))
         else:
             conn.answer(request, self._answer(result, request, queue_id, recall))
+
+    def lane_synced(self, conn: RemotingProtocol, opaque: int, queue_id: int, phys: int, size: int, msg_id: str,
+                    queue_offset: int, store_ts: int) -> None:
+        """A send the lane stored under SYNC_FLUSH: answered, as process() answers one, once the group
+        commit has synced it (and timed then)."""
+        result = PutResult(_PUT_OK, phys, size, msg_id, queue_offset, 1, store_ts)
+        self.ctx.store.call_when_flushed(result, self._lane_answer, (conn, opaque, queue_id))
+
+    def _lane_answer(self, result: PutResult, waiting: Any) -> None:
+        conn, opaque, queue_id = waiting
+        code = _SUCCESS if result.status is _PUT_OK else _STORED_CODES[result.status]
+        conn.send_frame(self._answer_frame(code, result, opaque, queue_id))
 
     def _stored_fields(self, result: PutResult, queue_id: int) -> dict[str, str]:
         """SendMessageResponseHeader's fields plus the two Java adds with addExtField."""
@@ -271,11 +283,11 @@ class SendProcessor:
             "queueOffset": str(result.queue_offset),
         }
 
-    def _answer_frame(self, code: int, result: PutResult, request: RemotingCommand, queue_id: int) -> bytes:
+    def _answer_frame(self, code: int, result: PutResult, opaque: int, queue_id: int) -> bytes:
         """The answer to a stored message of a ROCKETMQ-header request, straight into frame bytes:
         exactly what encoding :meth:`_answer`'s command gives, without building it."""
         cfg = self.ctx.config
-        return send_answer_frame(code, request.opaque, cfg.regionId, "true" if cfg.traceOn else "false",
+        return send_answer_frame(code, opaque, cfg.regionId, "true" if cfg.traceOn else "false",
                                  result.msg_id, queue_id, result.queue_offset)
 
     def _retry_or_dlq(self, header: SendMessageRequestHeader, topic: str, queue_id: int) -> tuple[str, int]:

@@ -49,7 +49,9 @@ class SendLane:
 
     refs: tuple[Any, ...]
 
-    def __init__(self, ctx: BrokerContext) -> None:
+    def __init__(self, ctx: BrokerContext, synced: Callable[..., None] | None = None) -> None:
+        """``synced``: under SYNC_FLUSH, what takes a stored send's answer until the group commit
+        (``SendProcessor.lane_synced``); the lane then answers nothing at once."""
         store, cfg = ctx.store, ctx.config
         store_ip, _ = encode_host(cfg.brokerIP1)
         #: topic -> (its TopicConfig when admitted, the topic's bytes, "topic#" for its index keys)
@@ -58,18 +60,18 @@ class SendLane:
             self.topics, ctx.topics.table, cfg, store, store.commitlog,
             store.index if store.config.message_index_enable else None, store.dirty_cqs, ctx.stats, store.pipeline,
             cfg.brokerClusterName.encode(), store_ip, tuple(name.encode() for name in FALLBACK_PROPERTIES), {},
-            BORN_HOST_KEY, BORN_V4_KEY,
+            BORN_HOST_KEY, BORN_V4_KEY, synced if store.sync_flush else None,
         )
 
     @staticmethod
     def fits(ctx: BrokerContext) -> bool:
-        """The broker's settings the lane serves: the C accelerator built, ASYNC_FLUSH, a master
-        that waits for no slave and no controller, IPv4, consume queues in files (not RocksDB)."""
+        """The broker's settings the lane serves: the C accelerator built, a master that waits for
+        no slave and no controller, IPv4, consume queues in files (not RocksDB)."""
         if accel is None or not hasattr(accel, "send_lane"):
             return False
         store, cfg = ctx.store, ctx.config
         ha = ctx.ha
-        return (not store.sync_flush and not store.config.is_slave and not store.config.rocksdb_queues
+        return (not store.config.is_slave and not store.config.rocksdb_queues
                 and (ha is None or (not ha.sync_master and ha.replicas is None))
                 and ":" not in cfg.brokerIP1)
 
