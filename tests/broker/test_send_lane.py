@@ -9,6 +9,7 @@ log, the consume queues and the index roll over while it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import time
@@ -229,3 +230,8 @@ class SendLaneTest(unittest.TestCase):
         for key in ("TIMER_DELAY_SEC", "TIMER_DELAY_MS", "TIMER_DELIVER_MS"):  # timer messages: the ordinary way
             self.feed(hot, [send(50, properties=props(**{key: "3000"}, UNIQ_KEY="T"))])
         self.assertEqual(calls["taken"], 32)
+        # the topic updated (a new TopicConfig): the ordinary path's first send admits it again
+        table = hot.broker.ctx.topics.table
+        table[TOPIC] = dataclasses.replace(table[TOPIC])
+        self.feed(hot, [b"".join(send(n, queue=0) for n in range(60, 63))])
+        self.assertEqual(calls["taken"], 34)

@@ -67,7 +67,7 @@ class SendLane:
     def fits(ctx: BrokerContext) -> bool:
         """The broker's settings the lane serves: the C accelerator built, a master that waits for
         no slave and no controller, IPv4, consume queues in files (not RocksDB)."""
-        if accel is None or not hasattr(accel, "send_lane"):
+        if accel is None:
             return False
         store, cfg = ctx.store, ctx.config
         ha = ctx.ha
@@ -76,8 +76,12 @@ class SendLane:
                 and ":" not in cfg.brokerIP1)
 
     def admit(self, topic: str, tc: TopicConfig) -> None:
-        """A topic the ordinary path just stored a plain message to, with the config it checked."""
-        if topic not in self.topics and len(self.topics) < MAX_TOPICS:
+        """A topic the ordinary path just stored a plain message to, with the config it checked (a
+        topic updated since it was admitted comes back with its new config)."""
+        entry = self.topics.get(topic)
+        if entry is not None and entry[0] is tc:
+            return
+        if entry is not None or len(self.topics) < MAX_TOPICS:
             self.topics[topic] = (tc, topic.encode(), topic + "#")
 
     def handler(self, module: ModuleType | None = None) -> Callable[[bytes, RemotingProtocol], Any]:
