@@ -1008,6 +1008,15 @@ static int lane_true(PyObject *obj, int name) {
     return t;
 }
 
+/* whether attribute `name` of obj is None: 1, 0, or -1 with an exception set */
+static int lane_none(PyObject *obj, int name) {
+    PyObject *v = PyObject_GetAttr(obj, lattr[name]);
+    if (!v) return -1;
+    int none = v == Py_None;
+    Py_DECREF(v);
+    return none;
+}
+
 static int lane_set_int(PyObject *obj, int name, long long value) {
     PyObject *v = PyLong_FromLongLong(value);
     if (!v) return -1;
@@ -1229,10 +1238,7 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     if ((t = lane_true(store, LA_RUNNING)) != 1) { if (t < 0) goto error; goto fallback; }
     if ((t = lane_true(store, LA_SLAVE)) != 0) { if (t < 0) goto error; goto fallback; }
     if ((t = lane_true(store, LA_DISK_FULL)) != 0) { if (t < 0) goto error; goto fallback; }
-    tmp = PyObject_GetAttr(store, lattr[LA_GATE]);
-    if (!tmp) goto error;
-    if (tmp != Py_None) goto fallback;
-    Py_CLEAR(tmp);
+    if ((t = lane_none(store, LA_GATE)) != 1) { if (t < 0) goto error; goto fallback; }
 
     /* the record's size and offsets */
     Py_ssize_t body_len = size - 4 - hlen;
@@ -1260,14 +1266,8 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_CLEAR(tmp);
     if (!cq) { if (PyErr_Occurred()) goto error; goto fallback; }
     Py_INCREF(cq);
-    tmp = PyObject_GetAttr(cq, lattr[LA_EXT]);
-    if (!tmp) goto error;
-    if (tmp != Py_None) goto fallback;
-    Py_CLEAR(tmp);
-    tmp = PyObject_GetAttr(cq, lattr[LA_PENDING]);
-    if (!tmp) goto error;
-    if (tmp != Py_None) goto fallback;
-    Py_CLEAR(tmp);
+    if ((t = lane_none(cq, LA_EXT)) != 1) { if (t < 0) goto error; goto fallback; }
+    if ((t = lane_none(cq, LA_PENDING)) != 1) { if (t < 0) goto error; goto fallback; }
     if ((t = lane_true(cq, LA_MAPPED)) != 1) { if (t < 0) goto error; goto fallback; }
     long long cq_file_size, cq_wrote, cq_from, cq_max_phy;
     if (lane_int(cq, LA_FILE_SIZE, &cq_file_size) < 0 || lane_int(cq, LA_MAX_PHY, &cq_max_phy) < 0) goto error;
@@ -1283,10 +1283,7 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
     /* the commit log: room in its last file, the next one on its way */
     mfq = PyObject_GetAttr(commitlog, lattr[LA_QUEUE]);
     if (!mfq) goto error;
-    tmp = PyObject_GetAttr(mfq, lattr[LA_NEXT]);
-    if (!tmp) goto error;
-    if (tmp == Py_None) goto fallback;
-    Py_CLEAR(tmp);
+    if ((t = lane_none(mfq, LA_NEXT)) != 0) { if (t < 0) goto error; goto fallback; }
     files = PyObject_GetAttr(mfq, lattr[LA_FILES]);
     if (!files) goto error;
     if (!PyList_Check(files) || PyList_GET_SIZE(files) == 0) goto fallback;
@@ -1311,10 +1308,7 @@ static PyObject *send_lane(PyObject *self, PyObject *const *args, Py_ssize_t nar
         }
     }
     if (index != Py_None) {
-        tmp = PyObject_GetAttr(index, lattr[LA_PENDING]);
-        if (!tmp) goto error;
-        if (tmp != Py_None) goto fallback;
-        Py_CLEAR(tmp);
+        if ((t = lane_none(index, LA_PENDING)) != 1) { if (t < 0) goto error; goto fallback; }
         tmp = PyObject_GetAttr(index, lattr[LA_FILES]);
         if (!tmp) goto error;
         if (!PyList_Check(tmp) || PyList_GET_SIZE(tmp) == 0) goto fallback;
