@@ -11,7 +11,8 @@ import os
 import pytest
 
 #: The fewest tests each tox environment may run in a strict run, about 95% of what it collects when last
-#: raised (pytest 625 on 2026-11-29; trial 77, pure 227 before): a run under its floor ran only part of the suite.
+#: raised (pytest 625 on 2026-11-29, pure 256 with the send lane's tests; trial 77 before): a run under its floor
+#: ran only part of the suite.
 #: tests/test_floors.py collects each environment's suite and fails when a floor no longer follows it.
 FLOORS = {"pytest": 593, "trial": 73, "pure": 240}
 #: The trial env's share of the suite, each with why it is there: suites that start JVMs, clusters or

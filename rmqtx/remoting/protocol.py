@@ -264,7 +264,7 @@ class RemotingProtocol(Int32StringReceiver, TimeoutMixin):
         if dispatcher is not None and dispatcher.lane is not None and dispatcher.guard is None:
             try:
                 answer = dispatcher.lane(payload, self)
-            except Exception:  # a state the lane did not expect, before it wrote anything: the ordinary path from now on
+            except Exception:  # a state it did not expect, met before it wrote: the ordinary path from now on
                 log.failure("the send lane failed; sends take the ordinary path from now on")
                 dispatcher.lane = answer = None
             if answer is not None:  # b"": stored, answered once synced (SYNC_FLUSH)
