@@ -418,7 +418,9 @@ def tx_check(events: Events, params: dict, probe: Probe) -> str | None:
         if m["local"] == "UNKNOW" and m["body"] not in checked:
             return f"{m['body']}: the broker never asked the producer (CHECK_TRANSACTION_STATE)"
         got = [e["at"] for e in received(events) if e["body"] == m["body"]]
-        if got and m["body"] in done and got[0] < done[m["body"]]:
+        # a consumer's receive time may be in whole milliseconds (Java's currentTimeMillis), the
+        # producer's decision in microseconds: a delivery in the decision's millisecond is after it
+        if got and m["body"] in done and got[0] + 0.001 < done[m["body"]]:
             return f"{m['body']} delivered {done[m['body']] - got[0]:.2f} s before it was committed"
         if got and m["body"] not in done:
             return f"{m['body']} delivered though never committed"
