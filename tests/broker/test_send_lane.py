@@ -34,7 +34,7 @@ except ImportError:
 #: both, and the delayed message comes due only seconds after (not while the test waits for syncs)
 NOW = time.time()
 PORT = 10911  # the listen port both brokers write into their records (each really listens on its own)
-SMALL_FILES = {"mappedFileSizeCommitLog": str(64 * 1024), "mappedFileSizeConsumeQueue": str(20 * 50),
+SMALL_FILES = {"mappedFileSizeCommitLog": str(64 * 1024), "mappedFileSizeConsumeQueue": str(20 * 16),
                "maxIndexNum": "120", "maxHashSlotNum": "16"}
 
 
@@ -182,7 +182,8 @@ class SendLaneTest(unittest.TestCase):
         for key in with_lane:
             self.assertEqual(with_lane[key], without[key], key)
         self.assertGreater(len(with_lane["commitlog"]), 3)  # the commit log rolled over
-        self.assertGreater(len([k for k in with_lane if k.startswith("index")]), 1)
+        self.assertGreater(len([k for k in with_lane if k.startswith("index")]), 1)  # and the index
+        self.assertGreater(max(len(v[0]) for k, v in with_lane.items() if k.startswith("cq")), 1)  # and queues
 
     async def _under_sync_flush(self) -> None:
         hots = [with_lane(HotPath(flushDiskType="SYNC_FLUSH", **SMALL_FILES)), HotPath(flushDiskType="SYNC_FLUSH", **SMALL_FILES)]
