@@ -30,9 +30,6 @@ try:
 except ImportError:
     _accel = None
 
-#: the store clock both brokers read, stopped at the wall clock's time of the run: the same store times in
-#: both, and the delayed message comes due only seconds after (not while the test waits for syncs)
-NOW = time.time()
 PORT = 10911  # the listen port both brokers write into their records (each really listens on its own)
 SMALL_FILES = {"mappedFileSizeCommitLog": str(64 * 1024), "mappedFileSizeConsumeQueue": str(20 * 16),
                "maxIndexNum": "120", "maxHashSlotNum": "16"}
@@ -122,6 +119,14 @@ def frames_of(data: bytes) -> list[bytes]:
     return out
 
 
+def stop_clocks(hots: list[HotPath]) -> None:
+    """The store clock of every broker stopped at now: the same store times in all, and the delayed
+    message comes due only seconds later (not while a test waits for syncs)."""
+    now = time.time()
+    for hot in hots:
+        hot.broker.ctx.store.clock = lambda: now
+
+
 def with_lane(hot: HotPath) -> HotPath:
     """The broker's send lane on; under RMQTX_PURE_PYTHON=1 (the pure env) made here, so that the lane
     is compared with the pure-Python path."""
@@ -138,8 +143,8 @@ class SendLaneTest(unittest.TestCase):
 
     def setUp(self) -> None:
         self.hots = [with_lane(HotPath(**SMALL_FILES)), HotPath(**SMALL_FILES)]
+        stop_clocks(self.hots)
         for hot in self.hots:
-            hot.broker.ctx.store.clock = lambda: NOW
             hot.broker.config.update(listenPort=PORT)
         self.hots[1].broker.dispatcher.lane = None
 
@@ -191,8 +196,8 @@ class SendLaneTest(unittest.TestCase):
         hots[1].broker.dispatcher.lane = None
         data = reads()
         answers = []
+        stop_clocks(hots)
         for hot in hots:
-            hot.broker.ctx.store.clock = lambda: NOW
             hot.broker.config.update(listenPort=PORT)
             out = self.feed(hot, data)
             store = hot.broker.ctx.store
